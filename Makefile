@@ -1,0 +1,38 @@
+# Two commands for a new user: `make demo` and `make test`.  Everything they need is
+# installed here from the committed lock (uv.lock) into .venv; nothing is installed globally.
+
+PYTHON ?= python3
+UV_VERSION := 0.13.9
+VENV := .venv
+BIN := $(VENV)/bin
+# Use uv from PATH when it exists, else a private copy in .tools (bootstrapped with pip).
+UV := $(or $(shell command -v uv 2>/dev/null),.tools/bin/uv)
+PYTEST_ARGS ?=
+
+.PHONY: install test lint typecheck unit demo clean
+
+install: $(VENV)/.installed
+
+.tools/bin/uv:
+	$(PYTHON) -m venv .tools
+	.tools/bin/pip install --quiet "uv==$(UV_VERSION)"
+
+$(VENV)/.installed: pyproject.toml uv.lock | $(UV)
+	$(UV) sync --frozen --extra test --python "$$(command -v $(PYTHON))"
+	touch $@
+
+lint: install
+	$(BIN)/ruff check tfjob_provider tests benchmarks example_dags
+	$(BIN)/lint-imports
+
+typecheck: install
+	$(BIN)/mypy
+
+test: lint typecheck
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+demo: install
+	$(BIN)/python -m tfjob_provider.demo
+
+clean:
+	rm -rf $(VENV) .tools .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,37 @@
+"""tfjob_provider: an Apache Airflow provider for Kubeflow TFJobs.
+
+This module must stay light: ``import tfjob_provider.policy`` has to work in an environment
+without Airflow or a Kubernetes client, and Airflow's ProvidersManager imports
+:func:`get_provider_info` while it discovers providers.  So nothing here imports Airflow,
+Kubernetes or any sub-package.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__version__ = "0.1.0"
+
+
+def get_provider_info() -> dict[str, Any]:
+    """Describe this provider to Airflow's ProvidersManager (the ``apache_airflow_provider`` entry point)."""
+    return {
+        "package-name": "tfjob-provider",
+        "name": "Kubeflow TFJob",
+        "description": "Run Kubeflow TFJobs (distributed TensorFlow training) from Airflow and judge their outcome "
+        "from the chief, worker and parameter-server replicas.",
+        "versions": [__version__],
+        "integrations": [
+            {
+                "integration-name": "Kubeflow TFJob",
+                "external-doc-url": "https://www.kubeflow.org/docs/components/trainer/legacy-v1/user-guides/tensorflow/",
+                "tags": ["software"],
+            }
+        ],
+        "hooks": [],
+        "operators": [],
+        "sensors": [],
+        "triggers": [],
+        "connection-types": [],
+        "extra-links": [],
+    }

@@ -1,0 +1,1 @@
+"""Airflow-facing hooks of tfjob_provider."""

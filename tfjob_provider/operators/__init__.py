@@ -1,0 +1,1 @@
+"""Airflow-facing operators of tfjob_provider."""

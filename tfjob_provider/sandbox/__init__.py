@@ -1,0 +1,1 @@
+"""Embedded sandbox Kubernetes cluster (see tfjob_provider.sandbox.Sandbox)."""

@@ -1,0 +1,1 @@
+"""Airflow-facing sensors of tfjob_provider."""

@@ -1,0 +1,1 @@
+"""Airflow-facing triggers of tfjob_provider."""
