@@ -1,0 +1,88 @@
+"""How a bad TFJob manifest is reported: every problem at once, each with its field and its fix.
+
+Why this module exists: the API server and the training operator's webhook stop at the first
+problem and name it in Go's terms, so a user fixes one field per round trip — and some mistakes
+(a misspelt ``successPolicy``, ``Always`` on the chief) are accepted and only show up hours later
+as a job that never finishes.  The loader, the validator and the typed builder all report through
+the :class:`Problem` / :class:`ManifestError` pair defined here, so an Airflow task fails once,
+before any API call, with the complete list.
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a manifest: where (a dotted path), what, and how to fix it."""
+
+    field: str
+    message: str
+    fix: str
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.message} Fix: {self.fix}"
+
+
+class ManifestError(ValueError):
+    """A TFJob manifest (or the typed parameters meant to build one) cannot be submitted.
+
+    ``problems`` holds every problem found, in the order the manifest was walked; ``str()`` lists
+    them one per line, each naming the field path and the fix.
+    """
+
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        if not problems:
+            raise ValueError("ManifestError needs at least one problem")
+        self.problems: list[Problem] = list(problems)
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        count = len(self.problems)
+        header = f"TFJob manifest is invalid ({count} problem{'s' if count != 1 else ''}):"
+        return "\n".join([header, *(f"  - {problem}" for problem in self.problems)])
+
+    def __reduce__(self) -> tuple[type[ManifestError], tuple[list[Problem]]]:
+        # Exceptions are pickled by their args; ours are built from the problem list instead.
+        return (type(self), (self.problems,))
+
+
+def child(path: str, key: object) -> str:
+    """The field path of *key* under *path*: ``spec.runPolicy`` or ``metadata.labels["a/b"]``."""
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    text = str(key)
+    if _IDENTIFIER.fullmatch(text):
+        return f"{path}.{text}" if path else text
+    return f'{path}["{text}"]'
+
+
+def closest(word: str, candidates: Iterable[str]) -> str | None:
+    """The candidate *word* was most likely meant to be (case-insensitive first), or None."""
+    options = list(candidates)
+    for option in options:
+        if option.lower() == word.lower():
+            return option
+    by_lower = {option.lower(): option for option in options}
+    matches = difflib.get_close_matches(word.lower(), list(by_lower), n=1, cutoff=0.75)
+    return by_lower[matches[0]] if matches else None
+
+
+def one_of(values: Iterable[str]) -> str:
+    """``"Never, OnFailure, Always or ExitCode"`` for a fix sentence."""
+    quoted = [f'"{value}"' for value in values]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+
+def did_you_mean(word: str, candidates: Iterable[str]) -> str:
+    """`` (did you mean "restartPolicy"?)`` or an empty string when nothing is close."""
+    guess = closest(word, candidates)
+    return f' (did you mean "{guess}"?)' if guess is not None else ""

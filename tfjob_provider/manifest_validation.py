@@ -1,0 +1,766 @@
+"""Check a TFJob manifest before it is submitted and report every problem with its field and fix.
+
+Why this module exists: the API server, the CRD schema and the training operator's webhook
+each catch only part of what makes a TFJob useless, one problem per round trip, and several
+mistakes pass all three: a ``successPolicy`` typo silently means "worker 0 decides", ``Always``
+on the chief means the job can never succeed (semantics R14, §8.6), a name a few characters too
+long only fails when the operator creates the services, and a YAML ``8080`` where a string is
+expected is rejected by Go's decoder with a message naming no field.  :func:`validate_tfjob`
+walks the whole manifest once, collects everything, and returns the manifest normalised the way
+the operator's defaulter would see it (replica type keys re-cased) — nothing else is changed.
+
+Rules are the training operator v1.9's webhook and CRD (semantics doc §6) plus the checks above;
+the pod template itself is only checked where the operator relies on it (the ``tensorflow``
+container, images, names, env/command/args types).  Standard library only.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import math
+import re
+from collections.abc import Mapping
+from typing import Any, Final
+
+from tfjob_provider.constants import (
+    API_VERSION,
+    CHIEF_TYPES,
+    DEFAULT_CONTAINER_NAME,
+    KIND,
+    MANAGED_BY_MULTIKUEUE,
+    MANAGED_BY_TRAINING_OPERATOR,
+    REPLICA_TYPES,
+)
+from tfjob_provider.manifest_problems import ManifestError, Problem, child, closest, did_you_mean, one_of
+from tfjob_provider.naming import (
+    DNS_LABEL_MAX_LENGTH,
+    is_dns1123_label,
+    is_label_value,
+    is_qualified_key,
+    sanitize_label_value,
+    suggest_dns1035_label,
+)
+
+RESTART_POLICIES: Final = ("Never", "OnFailure", "Always", "ExitCode")
+CLEAN_POD_POLICIES: Final = ("None", "Running", "All")
+SUCCESS_POLICIES: Final = ("", "AllWorkers")
+MANAGED_BY_VALUES: Final = (MANAGED_BY_TRAINING_OPERATOR, MANAGED_BY_MULTIKUEUE)
+
+_TOP_FIELDS: Final = ("apiVersion", "kind", "metadata", "spec", "status")
+_SPEC_FIELDS: Final = ("tfReplicaSpecs", "runPolicy", "successPolicy", "enableDynamicWorker")
+_REPLICA_FIELDS: Final = ("replicas", "restartPolicy", "template")
+_RUN_POLICY_FIELDS: Final = (
+    "cleanPodPolicy",
+    "ttlSecondsAfterFinished",
+    "activeDeadlineSeconds",
+    "backoffLimit",
+    "schedulingPolicy",
+    "suspend",
+    "managedBy",
+)
+_SCHEDULING_FIELDS: Final = (
+    "minAvailable",
+    "queue",
+    "minResources",
+    "priorityClass",
+    "scheduleTimeoutSeconds",
+)
+_TEMPLATE_FIELDS: Final = ("metadata", "spec")
+_POD_SPEC_HINTS: Final = ("containers", "initContainers", "volumes", "nodeSelector", "tolerations")
+
+#: Where a field that appears at the wrong level belongs, for "move it" fixes.
+_HOME_OF: Final[Mapping[str, str]] = {
+    **{name: "spec.runPolicy" for name in _RUN_POLICY_FIELDS},
+    **{name: "spec" for name in _SPEC_FIELDS},
+    **{name: "spec.tfReplicaSpecs.<Type>" for name in _REPLICA_FIELDS},
+    **{name: "spec.tfReplicaSpecs.<Type>.template.spec" for name in _POD_SPEC_HINTS},
+    **{name: "spec.tfReplicaSpecs" for name in REPLICA_TYPES},
+}
+
+_INT32_MAX: Final = 2**31 - 1
+_INT64_MAX: Final = 2**63 - 1
+_QUANTITY = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)(([KMGTPE]i)|[numkMGTPE]|[eE][+-]?(\d+(\.\d*)?|\.\d+))?")
+_SERVICE_NAME_LIMIT: Final = DNS_LABEL_MAX_LENGTH
+_DNS1035_PATTERN = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")  # the length is checked with the pod names
+
+
+def _describe(value: Any) -> str:
+    """How a wrong value reads in a message: ``the string "2"``, ``true (a boolean)``, ``a list``."""
+    if isinstance(value, bool):
+        return f"{str(value).lower()} (a boolean)"
+    if isinstance(value, str):
+        return f'the string "{value}"'
+    if isinstance(value, int | float):
+        return f"{value} (a number)"
+    if value is None:
+        return "null"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, list | tuple):
+        return "a list"
+    return f"a {type(value).__name__}"
+
+
+def type_meta_problems(manifest: Mapping[str, Any]) -> list[Problem]:
+    """Problems with ``apiVersion`` and ``kind``: the manifest must be a ``kubeflow.org/v1`` ``TFJob``."""
+    problems: list[Problem] = []
+    api_version, kind = manifest.get("apiVersion"), manifest.get("kind")
+    if api_version != API_VERSION:
+        message = "is missing." if api_version is None else f"is {_describe(api_version)}, not {API_VERSION}."
+        fix = f"Set apiVersion: {API_VERSION} (the version the training operator v1.x serves TFJobs under)."
+        problems.append(Problem("apiVersion", message, fix))
+    if kind != KIND:
+        if kind is None:
+            message, fix = "is missing.", f"Set kind: {KIND}."
+        else:
+            message = f"is {_describe(kind)}; this provider submits TFJobs only."
+            case_only = isinstance(kind, str) and kind.lower() == KIND.lower()
+            fix = f"Set kind: {KIND}" + (
+                " (kinds are case-sensitive)."
+                if case_only
+                else "; other Kubeflow job kinds need their own operator."
+            )
+        problems.append(Problem("kind", message, fix))
+    return problems
+
+
+class _ManifestChecker:
+    """One validation pass: walks the manifest, collects problems, records what later checks need."""
+
+    def __init__(self) -> None:
+        self.problems: list[Problem] = []
+        self._opaque: list[str] = []  # paths already reported as non-JSON values; nothing below them again
+
+    # -- reporting -------------------------------------------------------------------------------
+
+    def add(self, field: str, message: str, fix: str) -> None:
+        if any(field == path or field.startswith((f"{path}.", f"{path}[")) for path in self._opaque):
+            return
+        self.problems.append(Problem(field, message, fix))
+
+    def unknown_fields(self, path: str, mapping: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
+        """Report keys of *mapping* that do not belong at *path*, with a "did you mean" or "move it"."""
+        here = path or "the top level"
+        for key in mapping:
+            if key in allowed:
+                continue
+            field = child(path, key)
+            name = str(key)
+            guess = closest(name, allowed)
+            home = _HOME_OF.get(name)
+            if home is not None and guess != name:
+                message = f"unknown field: {name} does not belong in {here}."
+                fix = f"Move it to {child(home, name)}."
+            elif guess is not None:
+                message = f'unknown field "{name}" in {here}.'
+                fix = f'Did you mean "{guess}"? (field names are case-sensitive)'
+            else:
+                near_home = closest(name, _HOME_OF)
+                message = f'unknown field "{name}" in {here}.'
+                if near_home is not None:
+                    fix = (
+                        f'Did you mean "{near_home}"? It belongs in {child(_HOME_OF[near_home], near_home)}.'
+                    )
+                else:
+                    fix = f"Remove it; the fields allowed here are {one_of(allowed)}."
+            self.add(field, message, fix)
+
+    # -- generic value checks --------------------------------------------------------------------
+
+    def json_values(self, path: str, value: Any) -> None:
+        """Values a JSON request body cannot carry (YAML dates, NaN, non-string keys) anywhere in the tree."""
+        if isinstance(value, Mapping):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    self.add(
+                        path or "document",
+                        f"has the key {_describe(key)}; keys must be strings.",
+                        f'Quote the key ("{key}").',
+                    )
+                    continue
+                self.json_values(child(path, key), item)
+        elif isinstance(value, list | tuple):
+            for index, item in enumerate(value):
+                self.json_values(child(path, index), item)
+        elif isinstance(value, float) and not math.isfinite(value):
+            self.add(
+                path, f"is {value}, which JSON cannot carry.", "Use a finite number, or quote it as a string."
+            )
+            self._opaque.append(path)
+        elif isinstance(value, datetime.date | datetime.datetime):
+            message = f"is a {type(value).__name__} (YAML reads an unquoted {value} that way), not a string."
+            self.add(path, message, f'Quote it: "{value}".')
+            self._opaque.append(path)
+        elif not isinstance(value, str | int | float | bool) and value is not None:
+            self.add(
+                path,
+                f"is {_describe(value)}, which a Kubernetes manifest cannot carry.",
+                "Use strings, numbers, booleans, lists and mappings only.",
+            )
+            self._opaque.append(path)
+
+    def mapping(self, path: str, value: Any, *, what: str) -> Mapping[str, Any] | None:
+        if isinstance(value, Mapping):
+            return value
+        self.add(
+            path,
+            f"must be a mapping ({what}), not {_describe(value)}.",
+            f"Write {path} as a mapping of fields.",
+        )
+        return None
+
+    def integer(self, path: str, value: Any, *, minimum: int, maximum: int = _INT32_MAX) -> int | None:
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+                fix = f"Write {value.strip()} without quotes."
+            else:
+                fix = f"Use a whole number of at least {minimum}."
+            self.add(path, f"must be an integer, not {_describe(value)}.", fix)
+            return None
+        if not minimum <= value <= maximum:
+            self.add(
+                path,
+                f"is {value}; it must be between {minimum} and {maximum}.",
+                f"Use a whole number from {minimum} to {maximum}.",
+            )
+            return None
+        return value
+
+    def string(self, path: str, value: Any, *, allow_empty: bool = True) -> str | None:
+        if not isinstance(value, str):
+            self.add(path, f"must be a string, not {_describe(value)}.", f'Quote the value: "{value}".')
+            return None
+        if not allow_empty and not value.strip():
+            self.add(path, "is empty.", "Give it a non-empty value.")
+            return None
+        return value
+
+    def boolean(self, path: str, value: Any) -> None:
+        if not isinstance(value, bool):
+            self.add(
+                path, f"must be true or false, not {_describe(value)}.", "Write true or false without quotes."
+            )
+
+    def choice(self, path: str, value: Any, choices: tuple[str, ...], *, what: str) -> str | None:
+        if not isinstance(value, str) or value not in choices:
+            shown = _describe(value) if not isinstance(value, str) else f'"{value}"'
+            hint = did_you_mean(value, choices) if isinstance(value, str) else ""
+            self.add(path, f"{shown} is not a valid {what}.", f"Use {one_of(choices)}{hint}.")
+            return None
+        return value
+
+
+def _check_metadata(checker: _ManifestChecker, manifest: Mapping[str, Any]) -> str | None:
+    """Check metadata; return the name when it is a valid DNS-1035 pattern (length checked later)."""
+    if "metadata" not in manifest or manifest["metadata"] is None:
+        checker.add(
+            "metadata.name", "is missing.", "Set metadata.name (the Airflow operator fills it in for you)."
+        )
+        return None
+    metadata = checker.mapping("metadata", manifest["metadata"], what="object metadata")
+    if metadata is None:
+        return None
+    name = metadata.get("name")
+    valid_name: str | None = None
+    if name is None or name == "":
+        checker.add(
+            "metadata.name", "is missing.", "Set metadata.name (the Airflow operator fills it in for you)."
+        )
+    elif not isinstance(name, str):
+        checker.add("metadata.name", f"must be a string, not {_describe(name)}.", "Quote the name.")
+    elif _DNS1035_PATTERN.fullmatch(name) is None:
+        message = (
+            f'"{name}" is not a DNS-1035 label: use lower-case letters, digits and "-", '
+            "start with a letter and end with a letter or digit."
+        )
+        checker.add("metadata.name", message, f'Rename it, e.g. "{suggest_dns1035_label(name)}".')
+    else:
+        valid_name = name
+    namespace = metadata.get("namespace")
+    if namespace is not None and (not isinstance(namespace, str) or not is_dns1123_label(namespace)):
+        checker.add(
+            "metadata.namespace",
+            f"{_describe(namespace)} is not a valid namespace name.",
+            "Use a DNS-1123 label: lower-case letters, digits and '-', at most 63 characters.",
+        )
+    if resource_version := metadata.get("resourceVersion"):
+        message = (
+            f'is set ("{resource_version}"): the API server refuses to create an object that carries one.'
+        )
+        fix = (
+            "Remove metadata.resourceVersion (copied from `kubectl get -o yaml` output?); uid and status too."
+        )
+        checker.add("metadata.resourceVersion", message, fix)
+    _check_string_map(checker, "metadata.labels", metadata.get("labels"), labels=True)
+    _check_string_map(checker, "metadata.annotations", metadata.get("annotations"), labels=False)
+    return valid_name
+
+
+def _check_string_map(checker: _ManifestChecker, path: str, value: Any, *, labels: bool) -> None:
+    if value is None:
+        return
+    entries = checker.mapping(path, value, what="keys to string values")
+    for key, item in (entries or {}).items():
+        field = child(path, key)
+        if isinstance(key, str) and not is_qualified_key(key):
+            checker.add(
+                field,
+                f'"{key}" is not a valid key.',
+                "Use [prefix/]name: name ≤ 63 alphanumerics, '-', '_', '.'; prefix a DNS subdomain.",
+            )
+        if not isinstance(item, str):
+            checker.add(field, f"must be a string, not {_describe(item)}.", f'Quote the value: "{item}".')
+        elif labels and not is_label_value(item):
+            checker.add(
+                field,
+                f'"{item}" is not a valid label value.',
+                f'Use at most 63 alphanumerics, "-", "_" or "." (e.g. "{sanitize_label_value(item)}").',
+            )
+
+
+def _canonical_type(key: str) -> str | None:
+    return next((name for name in REPLICA_TYPES if name.lower() == key.lower()), None)
+
+
+def _rekey_replica_specs(
+    checker: _ManifestChecker, path: str, specs: Mapping[str, Any]
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Re-case keys as the operator's defaulter does; return (re-keyed copy, canonical → key as written)."""
+    rekeyed: dict[str, Any] = {}
+    written: dict[str, str] = {}
+    for key, replica in specs.items():
+        if not isinstance(key, str):
+            rekeyed[key] = replica
+            continue
+        canonical = _canonical_type(key)
+        if canonical is None:
+            alias = (
+                "PS"
+                if re.sub(r"[^a-z]", "", key.lower()) in {"parameterserver", "parameterservers"}
+                else None
+            )
+            guess = alias or closest(key, REPLICA_TYPES)
+            hint = f'Did you mean "{guess}"? ' if guess else ""
+            checker.add(
+                child(path, key),
+                f'unknown replica type "{key}".',
+                f"{hint}Replica types are {one_of(REPLICA_TYPES)}.",
+            )
+            rekeyed[key] = replica
+        elif canonical in written:
+            checker.add(
+                child(path, key),
+                f'is the same replica type as "{written[canonical]}".',
+                f"Merge them into one {canonical} entry.",
+            )
+        else:
+            written[canonical] = key
+            rekeyed[canonical] = replica
+    return rekeyed, written
+
+
+def _effective_pod_restart_policy(restart_policy: Any) -> str:
+    if restart_policy == "ExitCode":
+        return "Never"  # the controller restarts ExitCode replicas itself (R14)
+    return restart_policy if isinstance(restart_policy, str) and restart_policy else "Never"
+
+
+def _check_containers(
+    checker: _ManifestChecker, path: str, containers: Any, *, required: bool, replica: str
+) -> None:
+    if containers is None and not required:
+        return
+    if not isinstance(containers, list) or not containers:
+        what = (
+            "has no containers"
+            if containers in (None, [])
+            else f"must be a list, not {_describe(containers)}"
+        )
+        checker.add(
+            path,
+            f'{what}; the {replica} replicas need a container named "{DEFAULT_CONTAINER_NAME}".',
+            f"Add a container with name: {DEFAULT_CONTAINER_NAME} and an image.",
+        )
+        return
+    names: dict[str, int] = {}
+    for index, container in enumerate(containers):
+        field = child(path, index)
+        spec = checker.mapping(field, container, what="a container")
+        if spec is None:
+            continue
+        name = spec.get("name")
+        if not isinstance(name, str) or not name:
+            checker.add(
+                child(field, "name"),
+                "is missing." if name in (None, "") else f"must be a string, not {_describe(name)}.",
+                "Give every container a unique name.",
+            )
+        elif name in names:
+            checker.add(
+                child(field, "name"),
+                f'"{name}" is used by container {names[name]} too.',
+                "Give every container a unique name.",
+            )
+        else:
+            names[name] = index
+        image = spec.get("image")
+        if not isinstance(image, str) or not image.strip():
+            message = (
+                "is missing."
+                if image in (None, "")
+                else f"must be a non-empty string, not {_describe(image)}."
+            )
+            checker.add(
+                child(field, "image"), message, "Set the container image, e.g. registry/team/trainer:1.4."
+            )
+        for key in ("command", "args"):
+            items = spec.get(key)
+            if items is None:
+                continue
+            if not isinstance(items, list):
+                checker.add(
+                    child(field, key),
+                    f"must be a list of strings, not {_describe(items)}.",
+                    f'Write it as a list, e.g. {key}: ["python", "train.py"].',
+                )
+                continue
+            for position, item in enumerate(items):
+                if not isinstance(item, str):
+                    checker.add(
+                        child(child(field, key), position),
+                        f"must be a string, not {_describe(item)}.",
+                        f'Quote it: "{item}".',
+                    )
+        _check_env(checker, child(field, "env"), spec.get("env"))
+    if required and DEFAULT_CONTAINER_NAME not in names:
+        guess = closest(DEFAULT_CONTAINER_NAME, names)
+        only = next(iter(names)) if len(names) == 1 else None
+        rename = guess or only
+        hint = f' (rename "{rename}")' if rename else ""
+        message = (
+            f'has no container named "{DEFAULT_CONTAINER_NAME}": the training operator reads the exit '
+            "code of that container and gives it TF_CONFIG."
+        )
+        checker.add(path, message, f'Name the training container "{DEFAULT_CONTAINER_NAME}"{hint}.')
+
+
+def _check_env(checker: _ManifestChecker, path: str, env: Any) -> None:
+    if env is None:
+        return
+    if not isinstance(env, list):
+        checker.add(
+            path,
+            f"must be a list of {{name, value}} entries, not {_describe(env)}.",
+            'Write env as a list: - name: KEY\\n  value: "text".',
+        )
+        return
+    for index, variable in enumerate(env):
+        field = child(path, index)
+        entry = checker.mapping(field, variable, what="an environment variable")
+        if entry is None:
+            continue
+        if not isinstance(entry.get("name"), str) or not entry.get("name"):
+            checker.add(child(field, "name"), "is missing.", "Give every environment variable a name.")
+        value = entry.get("value")
+        if value is not None and not isinstance(value, str):
+            checker.add(
+                child(field, "value"),
+                f"must be a string, not {_describe(value)}.",
+                f'Quote it: "{str(value).lower() if isinstance(value, bool) else value}".',
+            )
+
+
+def _check_replica(
+    checker: _ManifestChecker, path: str, replica_type: str, replica: Any, *, decides_success: bool, role: str
+) -> int | None:
+    """Check one replica spec; return its replica count (default 1) when valid."""
+    if replica is None:
+        checker.add(
+            path,
+            "is empty.",
+            f'Give it a template whose spec has a container named "{DEFAULT_CONTAINER_NAME}".',
+        )
+        return None
+    spec = checker.mapping(path, replica, what="a replica spec")
+    if spec is None:
+        return None
+    checker.unknown_fields(path, spec, _REPLICA_FIELDS)
+    count: int | None = 1
+    if spec.get("replicas") is not None:
+        count = checker.integer(child(path, "replicas"), spec["replicas"], minimum=0)
+        if count == 0 and decides_success:
+            checker.add(
+                child(path, "replicas"),
+                f"is 0 on the {replica_type} replicas, which {role}: the training operator would report "
+                "the job Succeeded at once, without training.",
+                "Set replicas to at least 1.",
+            )
+    restart_policy = spec.get("restartPolicy")
+    if restart_policy is not None:
+        policy = checker.choice(
+            child(path, "restartPolicy"), restart_policy, RESTART_POLICIES, what="restart policy"
+        )
+        if policy == "Always" and decides_success:
+            checker.add(
+                child(path, "restartPolicy"),
+                f"is Always on the {replica_type} replicas, which {role}: the kubelet restarts them even "
+                "after a successful exit, so the job could never succeed.",
+                "Use OnFailure, ExitCode or Never.",
+            )
+    template_path = child(path, "template")
+    if spec.get("template") is None:
+        checker.add(
+            template_path,
+            "is missing.",
+            f'Add a pod template whose spec has a container named "{DEFAULT_CONTAINER_NAME}".',
+        )
+        return count
+    template = checker.mapping(template_path, spec["template"], what="a pod template")
+    if template is None:
+        return count
+    checker.unknown_fields(template_path, template, _TEMPLATE_FIELDS)
+    pod_path = child(template_path, "spec")
+    if template.get("spec") is None:
+        checker.add(
+            pod_path, "is missing.", f'Add spec.containers with a container named "{DEFAULT_CONTAINER_NAME}".'
+        )
+        return count
+    pod = checker.mapping(pod_path, template["spec"], what="a pod spec")
+    if pod is None:
+        return count
+    _check_containers(
+        checker, child(pod_path, "containers"), pod.get("containers"), required=True, replica=replica_type
+    )
+    _check_containers(
+        checker,
+        child(pod_path, "initContainers"),
+        pod.get("initContainers"),
+        required=False,
+        replica=replica_type,
+    )
+    pod_restart = pod.get("restartPolicy")
+    effective = _effective_pod_restart_policy(restart_policy)
+    if pod_restart is not None and pod_restart != effective:
+        checker.add(
+            child(pod_path, "restartPolicy"),
+            f'is {_describe(pod_restart)}, but the training operator overwrites it with "{effective}" '
+            f"(from the replica's restartPolicy).",
+            f"Remove it and set {child(path, 'restartPolicy')} instead.",
+        )
+    return count
+
+
+def _check_run_policy(checker: _ManifestChecker, run_policy: Any) -> None:
+    path = "spec.runPolicy"
+    policy = checker.mapping(path, run_policy, what="the run policy")
+    if policy is None:
+        return
+    checker.unknown_fields(path, policy, _RUN_POLICY_FIELDS)
+    if policy.get("cleanPodPolicy") is not None:
+        checker.choice(
+            child(path, "cleanPodPolicy"),
+            policy["cleanPodPolicy"],
+            CLEAN_POD_POLICIES,
+            what="clean pod policy",
+        )
+    if policy.get("ttlSecondsAfterFinished") is not None:
+        checker.integer(child(path, "ttlSecondsAfterFinished"), policy["ttlSecondsAfterFinished"], minimum=0)
+    if policy.get("activeDeadlineSeconds") is not None:
+        deadline = policy["activeDeadlineSeconds"]
+        if deadline == 0 and not isinstance(deadline, bool):
+            checker.add(
+                child(path, "activeDeadlineSeconds"),
+                "is 0: the training operator fails the job as soon as it starts.",
+                "Use a positive number of seconds, or remove it for no deadline.",
+            )
+        else:
+            checker.integer(child(path, "activeDeadlineSeconds"), deadline, minimum=1, maximum=_INT64_MAX)
+    if policy.get("backoffLimit") is not None:
+        checker.integer(child(path, "backoffLimit"), policy["backoffLimit"], minimum=0)
+    if policy.get("suspend") is not None:
+        checker.boolean(child(path, "suspend"), policy["suspend"])
+    if policy.get("managedBy") is not None:
+        checker.choice(
+            child(path, "managedBy"), policy["managedBy"], MANAGED_BY_VALUES, what="managedBy value"
+        )
+    if policy.get("schedulingPolicy") is not None:
+        _check_scheduling_policy(checker, child(path, "schedulingPolicy"), policy["schedulingPolicy"])
+
+
+def _check_scheduling_policy(checker: _ManifestChecker, path: str, value: Any) -> None:
+    policy = checker.mapping(path, value, what="the gang-scheduling policy")
+    if policy is None:
+        return
+    checker.unknown_fields(path, policy, _SCHEDULING_FIELDS)
+    for key in ("minAvailable", "scheduleTimeoutSeconds"):
+        if policy.get(key) is not None:
+            checker.integer(child(path, key), policy[key], minimum=0)
+    for key in ("queue", "priorityClass"):
+        if policy.get(key) is not None:
+            checker.string(child(path, key), policy[key], allow_empty=False)
+    resources = policy.get("minResources")
+    if resources is not None:
+        entries = checker.mapping(child(path, "minResources"), resources, what="resource name to quantity")
+        for name, quantity in (entries or {}).items():
+            text = str(quantity) if isinstance(quantity, int) and not isinstance(quantity, bool) else quantity
+            if not isinstance(text, str) or _QUANTITY.fullmatch(text) is None:
+                checker.add(
+                    child(child(path, "minResources"), name),
+                    f"{_describe(quantity)} is not a quantity.",
+                    'Use a Kubernetes quantity such as 4, "500m" or "16Gi".',
+                )
+
+
+def _check_name_length(checker: _ManifestChecker, name: str, counts: Mapping[str, int]) -> None:
+    """Every ``<name>-<type>-<last index>`` pod and service name must be a DNS-1035 label (≤ 63)."""
+    longest = ""
+    for replica_type, count in (counts or {"": 1}).items():
+        derived = f"{name}-{replica_type.lower()}-{max(count - 1, 0)}" if replica_type else name
+        if len(derived) > len(longest):
+            longest = derived
+    if len(longest) <= _SERVICE_NAME_LIMIT:
+        return
+    allowed = len(name) - (len(longest) - _SERVICE_NAME_LIMIT)
+    if longest == name:
+        message = f"is {len(name)} characters; Kubernetes allows at most {_SERVICE_NAME_LIMIT}."
+    else:
+        message = (
+            f"is {len(name)} characters: the training operator would name a pod and its service "
+            f'"{longest}" ({len(longest)} characters), over the {_SERVICE_NAME_LIMIT}-character limit '
+            "for Kubernetes service names."
+        )
+    checker.add("metadata.name", message, f"Shorten the name to at most {max(allowed, 1)} characters.")
+
+
+def _check_spec(checker: _ManifestChecker, manifest: dict[str, Any]) -> dict[str, int]:
+    """Check spec; re-key tfReplicaSpecs in *manifest*; return replica counts by canonical type."""
+    if manifest.get("spec") is None:
+        checker.add(
+            "spec", "is missing.", "Add spec.tfReplicaSpecs with at least a Worker (or Chief) replica spec."
+        )
+        return {}
+    spec = checker.mapping("spec", manifest["spec"], what="the TFJob spec")
+    if spec is None:
+        return {}
+    checker.unknown_fields("spec", spec, _SPEC_FIELDS)
+    counts: dict[str, int] = {}
+    success_policy = spec.get("successPolicy")
+    if success_policy is not None:
+        checker.choice("spec.successPolicy", success_policy, SUCCESS_POLICIES, what="success policy")
+    if spec.get("enableDynamicWorker") is not None:
+        checker.boolean("spec.enableDynamicWorker", spec["enableDynamicWorker"])
+    if spec.get("runPolicy") is not None:
+        _check_run_policy(checker, spec["runPolicy"])
+    path = "spec.tfReplicaSpecs"
+    if spec.get("tfReplicaSpecs") is None:
+        checker.add(path, "is missing.", "Add at least a Worker (or Chief) replica spec.")
+        return counts
+    replica_specs = checker.mapping(path, spec["tfReplicaSpecs"], what="replica type to replica spec")
+    if replica_specs is None:
+        return counts
+    rekeyed, written = _rekey_replica_specs(checker, path, replica_specs)
+    manifest["spec"] = {**spec, "tfReplicaSpecs": rekeyed}
+    chiefs = [name for name in CHIEF_TYPES if name in written]
+    if len(chiefs) > 1:
+        checker.add(
+            path,
+            "has both Chief and Master; they are the same role and only one may be given.",
+            "Keep one of them (Chief is the current name, Master the old one).",
+        )
+    if not chiefs and "Worker" not in written:
+        checker.add(
+            path,
+            "has no Chief, Master or Worker: the training operator decides success from the chief or "
+            "from worker 0, so this job could never succeed.",
+            "Add a Worker (or a Chief) replica spec.",
+        )
+    decider = chiefs[0] if chiefs else "Worker"
+    role = "decide the job's success" if chiefs else "decide the job's success when there is no Chief"
+    for canonical, key in written.items():
+        count = _check_replica(
+            checker,
+            child(path, key),
+            canonical,
+            rekeyed[canonical],
+            decides_success=canonical in (decider, *chiefs),
+            role=role,
+        )
+        if count is not None:
+            counts[canonical] = count
+    if success_policy == "AllWorkers" and chiefs:
+        checker.add(
+            "spec.successPolicy",
+            f"is AllWorkers, but with a {chiefs[0]} replica the {chiefs[0]} alone "
+            "decides success and the training operator ignores successPolicy.",
+            f"Remove successPolicy, or remove the {chiefs[0]} so that all workers must succeed.",
+        )
+    return counts
+
+
+def validate_tfjob(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """Return a normalised deep copy of *manifest*, or raise :class:`ManifestError` listing every problem.
+
+    Normalisation is only what the training operator's defaulter does to keys: replica types
+    given in another case (``worker``, ``ps``) become ``Worker``, ``PS``…  No defaults are added
+    and nothing else is changed.  Pure: no I/O, never touches the network.
+    """
+    if not isinstance(manifest, Mapping):
+        fix = "Pass the manifest as a mapping (load_tfjob reads YAML, JSON and files)."
+        raise ManifestError(
+            [Problem("document", f"The manifest is {_describe(manifest)}, not a mapping.", fix)]
+        )
+    checker = _ManifestChecker()
+    normalised: dict[str, Any] = copy.deepcopy(dict(manifest))
+    checker.json_values("", normalised)
+    checker.problems.extend(type_meta_problems(normalised))
+    checker.unknown_fields("", normalised, _TOP_FIELDS)
+    name = _check_metadata(checker, normalised)
+    counts = _check_spec(checker, normalised)
+    if name is not None:
+        _check_name_length(checker, name, counts)
+    if checker.problems:
+        raise ManifestError(checker.problems)
+    return normalised
+
+
+def resolve_namespace(manifest: Mapping[str, Any], *, requested: str | None, fallback: str) -> str:
+    """The namespace to submit *manifest* to, reconciling ``metadata.namespace`` with the task's.
+
+    *requested* is the namespace the user gave the Airflow task (None when not given);
+    *fallback* is where to go when neither says (the connection's namespace, or "default").
+    A manifest namespace that differs from *requested* is a :class:`ManifestError`: silently
+    preferring either would submit the job where one of the two settings says it is not.
+    """
+    metadata = manifest.get("metadata")
+    written = metadata.get("namespace") if isinstance(metadata, Mapping) else None
+    if written in (None, ""):
+        chosen = requested or fallback
+    elif requested and written != requested:
+        message = f'is "{written}", but the task asks for namespace "{requested}".'
+        fix = "Remove metadata.namespace from the manifest, or give the task the same namespace."
+        raise ManifestError([Problem("metadata.namespace", message, fix)])
+    else:
+        chosen = written
+    if not isinstance(chosen, str) or not is_dns1123_label(chosen):
+        raise ManifestError(
+            [
+                Problem(
+                    "metadata.namespace",
+                    f"{_describe(chosen)} is not a valid namespace name.",
+                    "Use a DNS-1123 label: lower-case letters, digits and '-', at most 63.",
+                )
+            ]
+        )
+    return chosen
+
+
+__all__ = [
+    "CLEAN_POD_POLICIES",
+    "MANAGED_BY_VALUES",
+    "RESTART_POLICIES",
+    "SUCCESS_POLICIES",
+    "resolve_namespace",
+    "type_meta_problems",
+    "validate_tfjob",
+]
