@@ -406,11 +406,12 @@ def _check_containers(
             names[name] = index
         image = spec.get("image")
         if not isinstance(image, str) or not image.strip():
-            message = (
-                "is missing."
-                if image in (None, "")
-                else f"must be a non-empty string, not {_describe(image)}."
-            )
+            if image is None:
+                message = "is missing."
+            elif isinstance(image, str):
+                message = "is empty."
+            else:
+                message = f"must be a non-empty string, not {_describe(image)}."
             checker.add(
                 child(field, "image"), message, "Set the container image, e.g. registry/team/trainer:1.4."
             )
