@@ -27,7 +27,11 @@ class Expected:
     fix_part: str
 
     def matches(self, problem: Problem) -> bool:
-        return problem.field == self.field and self.message_part in problem.message and self.fix_part in problem.fix
+        return (
+            problem.field == self.field
+            and self.message_part in problem.message
+            and self.fix_part in problem.fix
+        )
 
 
 def _parse_expectation(line: str) -> Expected:
@@ -53,7 +57,9 @@ def load_and_validate(source: Path | str) -> dict[str, object]:
 
 def test_the_corpus_holds_at_least_forty_cases_each_with_expectations() -> None:
     assert len(CASES) >= 40
-    assert all(expectations_for(case) for case in CASES), [case.name for case in CASES if not expectations_for(case)]
+    assert all(expectations_for(case) for case in CASES), [
+        case.name for case in CASES if not expectations_for(case)
+    ]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
