@@ -1,0 +1,649 @@
+"""Every API operation, written once, as a generator of *effects*.
+
+The problem: the provider needs the same operations from synchronous code (operator, sensor in
+a worker) and from asyncio code (the triggerer), and the two Kubernetes clients differ in every
+call.  Writing each operation twice doubles the bugs (Airflow's ``pod_manager.py`` branches on
+``isinstance(..., AsyncPodManager)`` on every call; kr8s runs an event loop in a thread).
+
+The mechanism: an operation is a generator.  Whenever it needs the outside world it *yields* a
+small effect object — :class:`Send` a request, :class:`Sleep`, :class:`OpenStream`,
+:class:`NextLine`, :class:`CloseStream`, or :class:`Emit` a value to the consumer — and the driver
+sends the result back in (or throws a :class:`~tfjob_provider.kube.errors.KubeApiError` in).  The
+operation's ``return`` value is the call's result.  The sync driver performs effects with
+``urllib3`` and ``time.sleep``, the async one with ``aiohttp`` and ``await asyncio.sleep``; that
+loop of ~30 lines is all each transport contains.  Retries, rate limiting, status mapping, JSON
+parsing, the list→watch loop, 410 relists and the polling fallback are therefore written and
+unit-tested here once, with no I/O at all (a test drives a generator with scripted responses).
+
+Why generators rather than a request-builder/response-parser pair (lightkube's shape)?  Because
+our operations are multi-step: a retry loop, a discovery that may need a second look, a watch that
+interleaves two streams with relists and reconnects.  A generator keeps that control flow
+readable as straight-line code, and ``yield from`` composes steps (every request goes through
+:func:`call`, which applies the token bucket and the retry policy).
+
+Streams: :class:`OpenStream` returns the HTTP response head; lines of *all* open streams then
+arrive, tagged by the stream's key, through :class:`NextLine` — the sync transport uses one reader
+thread per stream feeding a queue, the async one a task per stream.  Keys carry a generation
+number so lines still queued from a stream closed for a relist are recognised and dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from tfjob_provider.constants import LABEL_OPERATOR_NAME, OPERATOR_NAME, PLURAL
+from tfjob_provider.kube import requests as rq
+from tfjob_provider.kube.errors import (
+    ForbiddenError,
+    KubeApiError,
+    NotFoundError,
+    TFJobNotServedError,
+    error_from_response,
+)
+from tfjob_provider.kube.ratelimit import TokenBucket
+from tfjob_provider.kube.requests import ApiRequest
+from tfjob_provider.kube.retry import RetryPolicy, describe_retry, is_retryable
+from tfjob_provider.kube.tracking import JobKey, JobSnapshot, JobTracker
+from tfjob_provider.kube.watching import Expired, ListWatch, WatchEvent, WatchSettings
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# --- effects and their results ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Send:
+    """Perform ``request`` and read the whole body.  Result: :class:`Response` (any status)."""
+
+    request: ApiRequest
+
+
+@dataclass(frozen=True)
+class Sleep:
+    """Wait ``seconds``.  Result: ``None``."""
+
+    seconds: float
+
+
+@dataclass(frozen=True)
+class OpenStream:
+    """Start streaming ``request`` under ``key``.  Result: :class:`Response` — on a 2xx its body is
+    empty and the lines arrive through :class:`NextLine`; otherwise the body is the error body."""
+
+    key: str
+    request: ApiRequest
+
+
+@dataclass(frozen=True)
+class NextLine:
+    """Wait for the next item of any open stream.  Result: :class:`StreamLine` or :class:`StreamClosed`."""
+
+
+@dataclass(frozen=True)
+class CloseStream:
+    """Stop streaming ``key`` and discard what it still had queued.  Result: ``None``."""
+
+    key: str
+
+
+@dataclass(frozen=True)
+class Emit:
+    """Hand ``value`` to the consumer of an iterating operation.  Result: ``None``."""
+
+    value: Any
+
+
+Effect = Send | Sleep | OpenStream | NextLine | CloseStream | Emit
+
+
+@dataclass(frozen=True)
+class Response:
+    """A response as the transports report it.
+
+    :param cause: the client library's exception for a non-2xx answer, if it raised one, so that our
+        error can be raised ``from`` it.
+    """
+
+    status: int
+    headers: Mapping[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    cause: BaseException | None = None
+
+
+@dataclass(frozen=True)
+class StreamLine:
+    key: str
+    line: bytes
+
+
+@dataclass(frozen=True)
+class StreamClosed:
+    """Stream ``key`` ended: cleanly (``error`` None), by ``silent`` inactivity, or by ``error``."""
+
+    key: str
+    error: KubeApiError | None = None
+    silent: bool = False
+
+
+Operation = Generator[Effect, Any, T]
+
+
+@dataclass
+class Session:
+    """What every operation needs besides its arguments: the shared policies of one connection."""
+
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    bucket: TokenBucket = field(default_factory=TokenBucket)
+    watch: WatchSettings = field(default_factory=WatchSettings)
+
+
+# --- the building blocks ------------------------------------------------------------------------
+
+
+def raise_for_status(response: Response, request: ApiRequest) -> None:
+    """Raise the mapped error for a non-2xx ``response`` (``from`` the library's exception)."""
+    if 200 <= response.status < 300:
+        return
+    error = error_from_response(response.status, response.body, response.headers, request=request)
+    raise error from response.cause
+
+
+def parse_json(response: Response, request: ApiRequest) -> dict[str, Any]:
+    try:
+        parsed = json.loads(response.body or b"{}")
+    except ValueError as exc:
+        raise KubeApiError(
+            f"response is not JSON ({request.describe()}): {response.body[:120]!r}", reason="BadResponse"
+        ) from exc
+    if not isinstance(parsed, dict):
+        raise KubeApiError(f"response is not a JSON object ({request.describe()})", reason="BadResponse")
+    return parsed
+
+
+def throttle(session: Session) -> Operation[None]:
+    """Take a token from the connection's bucket, sleeping if the bucket is empty."""
+    delay = session.bucket.reserve()
+    if delay > 0:
+        yield Sleep(delay)
+
+
+def call(session: Session, request: ApiRequest) -> Operation[Response]:
+    """Send ``request`` through the rate limiter and the retry policy; return the 2xx response."""
+    attempt = 0
+    while True:
+        attempt += 1
+        yield from throttle(session)
+        try:
+            response = yield Send(request)
+            raise_for_status(response, request)
+            return response  # type: ignore[no-any-return]
+        except KubeApiError as error:
+            wait = session.retry.wait_for(error, attempt=attempt)
+            if wait is None:
+                raise
+            log.info("%s: %s", request.describe(), describe_retry(error, attempt=attempt, wait=wait))
+            yield Sleep(wait)
+
+
+def call_json(session: Session, request: ApiRequest) -> Operation[dict[str, Any]]:
+    response = yield from call(session, request)
+    return parse_json(response, request)
+
+
+def _tfjob_call(session: Session, request: ApiRequest) -> Operation[Response]:
+    """:func:`call` for tfjobs paths: a 404 without a ``Status`` body means the *type* is not
+    served (the API server's plain "404 page not found"), not that the object is missing."""
+    try:
+        return (yield from call(session, request))
+    except NotFoundError as error:
+        if error.status_body is None:
+            raise TFJobNotServedError(request=request, status=404) from error
+        raise
+
+
+# --- one-shot operations -------------------------------------------------------------------------
+
+
+def check_tfjob_served(session: Session) -> Operation[None]:
+    """Raise :class:`TFJobNotServedError` unless discovery lists ``tfjobs`` in ``kubeflow.org/v1``."""
+    request = rq.discover_tfjob_api()
+    try:
+        body = yield from call_json(session, request)
+    except NotFoundError as error:
+        raise TFJobNotServedError(request=request, status=404) from error
+    resources = body.get("resources")
+    names = (
+        {r.get("name") for r in resources if isinstance(r, Mapping)} if isinstance(resources, list) else set()
+    )
+    if PLURAL not in names:
+        raise TFJobNotServedError(request=request, status=200)
+
+
+def create_tfjob(
+    session: Session, manifest: Mapping[str, Any], *, namespace: str, dry_run: bool = False
+) -> Operation[dict[str, Any]]:
+    """Create a TFJob with strict field validation; return the stored object.
+
+    A create retried after an ambiguous failure (timeout, reset) may find its own first attempt
+    already stored and get :class:`AlreadyExistsError`; callers that create deterministic names
+    (the operator) resolve that by identity labels and UID, which only they know.
+    """
+    request = rq.create_tfjob(manifest, namespace=namespace, dry_run=dry_run)
+    response = yield from _tfjob_call(session, request)
+    return parse_json(response, request)
+
+
+def get_tfjob(session: Session, name: str, *, namespace: str) -> Operation[dict[str, Any]]:
+    request = rq.get_tfjob(name, namespace=namespace)
+    response = yield from _tfjob_call(session, request)
+    return parse_json(response, request)
+
+
+def delete_tfjob(
+    session: Session,
+    name: str,
+    *,
+    namespace: str,
+    propagation: str = "Foreground",
+    grace_period_seconds: int | None = None,
+) -> Operation[bool]:
+    """Delete a TFJob; ``False`` when it was already gone."""
+    request = rq.delete_tfjob(
+        name, namespace=namespace, propagation=propagation, grace_period_seconds=grace_period_seconds
+    )
+    try:
+        yield from _tfjob_call(session, request)
+    except NotFoundError:
+        return False
+    return True
+
+
+def list_tfjobs(
+    session: Session, *, namespace: str, label_selector: str | None = None
+) -> Operation[list[dict[str, Any]]]:
+    request = rq.list_tfjobs(namespace=namespace, label_selector=label_selector)
+    response = yield from _tfjob_call(session, request)
+    return _items(parse_json(response, request))
+
+
+def list_job_pods(session: Session, name: str, *, namespace: str) -> Operation[list[dict[str, Any]]]:
+    request = rq.list_pods(namespace=namespace, label_selector=rq.job_pods_selector(name))
+    body = yield from call_json(session, request)
+    return sorted(_items(body), key=lambda pod: str(_name(pod)))
+
+
+def read_log_tail(
+    session: Session,
+    pod: str,
+    *,
+    namespace: str,
+    container: str = "tensorflow",
+    tail_lines: int = 100,
+    limit_bytes: int = 65536,
+    previous: bool = False,
+) -> Operation[str]:
+    """The last ``tail_lines`` lines (at most ``limit_bytes``), cut by the server: never a whole log."""
+    request = rq.read_log(
+        pod,
+        namespace=namespace,
+        container=container,
+        tail_lines=tail_lines,
+        limit_bytes=limit_bytes,
+        previous=previous,
+    )
+    response = yield from call(session, request)
+    return response.body[:limit_bytes].decode("utf-8", "replace")
+
+
+def list_events(
+    session: Session, *, namespace: str, involved_names: Iterable[str]
+) -> Operation[list[dict[str, Any]]]:
+    """core/v1 events about the given objects, oldest first (one request per name)."""
+    events: dict[str, dict[str, Any]] = {}
+    for name in dict.fromkeys(involved_names):
+        body = yield from call_json(session, rq.list_events(namespace=namespace, involved_name=name))
+        for event in _items(body):
+            events[str(_meta(event, "uid") or id(event))] = event
+    return sorted(events.values(), key=_event_time)
+
+
+def _event_time(event: Mapping[str, Any]) -> str:
+    for key in ("lastTimestamp", "eventTime", "firstTimestamp"):
+        value = event.get(key)
+        if value:
+            return str(value)
+    return str(_meta(event, "creationTimestamp") or "")
+
+
+# --- streaming operations ----------------------------------------------------------------------
+
+
+def follow_log(
+    session: Session,
+    pod: str,
+    *,
+    namespace: str,
+    container: str = "tensorflow",
+    since_seconds: int | None = None,
+) -> Operation[None]:
+    """Emit the lines (``str``, without newline) of a followed log until the container ends."""
+    request = rq.read_log(
+        pod, namespace=namespace, container=container, follow=True, since_seconds=since_seconds
+    )
+    attempt = 0
+    while True:
+        attempt += 1
+        yield from throttle(session)
+        response = yield OpenStream("log", request)
+        try:
+            raise_for_status(response, request)
+            break
+        except KubeApiError as error:
+            wait = session.retry.wait_for(error, attempt=attempt)
+            if wait is None:
+                raise
+            yield Sleep(wait)
+    while True:
+        item = yield NextLine()
+        if isinstance(item, StreamLine):
+            yield Emit(item.line.decode("utf-8", "replace").rstrip("\r"))
+        elif isinstance(item, StreamClosed):
+            if item.error is not None and not item.silent:
+                raise item.error
+            return
+
+
+@dataclass
+class WatchedStream:
+    """One list→watch stream and how its results fold into a tracker."""
+
+    name: str
+    watch: ListWatch
+    apply: Callable[[str, Mapping[str, Any]], set[JobKey]]
+    relist: Callable[[list[Mapping[str, Any]]], set[JobKey]]
+    generation: int = 0
+    open: bool = False
+
+    @property
+    def key(self) -> str:
+        return f"{self.name}#{self.generation}"
+
+
+ChangeHandler = Callable[[set[JobKey], bool], Iterable[Effect]]
+
+
+def run_list_watches(
+    session: Session, streams: Sequence[WatchedStream], *, on_changes: ChangeHandler
+) -> Operation[None]:
+    """The list→watch loop over several streams at once; runs until an error it cannot ride out.
+
+    ``on_changes(keys, initial)`` is called after the first lists (``initial=True``, every key)
+    and after every relist or event that changed something; the effects it returns (usually
+    :class:`Emit`) are yielded in order.  Raises :class:`ForbiddenError` when listing or watching
+    is not allowed — the caller decides whether to fall back to polling.
+    """
+    by_key: dict[str, WatchedStream] = {}
+    state = _LoopState()
+    while True:
+        try:
+            yield from _relist_where_needed(session, streams, on_changes, state)
+            yield from _open_missing_streams(session, streams, by_key)
+            if any(stream.watch.needs_list for stream in streams):
+                continue  # a watch answered HTTP 410: list again before reading on
+            item = yield NextLine()
+            yield from _handle_item(session, item, by_key, on_changes, state)
+        except KubeApiError as error:
+            # Lists already went through the retry policy; this budget covers the stream itself
+            # (reset by every line received), so a flapping API server is ridden out for minutes.
+            state.failures += 1
+            wait = _reconnect_wait(session, error, state.failures)
+            log.warning("watch interrupted (%s); reconnecting in %.1f s", error.message, wait)
+            yield Sleep(wait)
+
+
+@dataclass
+class _LoopState:
+    failures: int = 0
+    initial: bool = True
+
+
+def _relist_where_needed(
+    session: Session, streams: Sequence[WatchedStream], on_changes: ChangeHandler, state: _LoopState
+) -> Operation[None]:
+    changed: set[JobKey] = set()
+    relisted = False
+    for stream in streams:
+        if stream.watch.needs_list:
+            request = stream.watch.next_request()
+            body = yield from call_json(session, request)
+            changed |= stream.relist(stream.watch.on_list(body))
+            relisted = True
+    if state.initial or (relisted and changed):
+        initial, state.initial = state.initial, False
+        yield from on_changes(changed, initial)
+
+
+def _open_missing_streams(
+    session: Session, streams: Sequence[WatchedStream], by_key: dict[str, WatchedStream]
+) -> Operation[None]:
+    for stream in streams:
+        if stream.open or stream.watch.needs_list:
+            continue
+        request = stream.watch.next_request()
+        yield from throttle(session)
+        stream.generation += 1
+        response = yield OpenStream(stream.key, request)
+        try:
+            raise_for_status(response, request)
+        except KubeApiError as error:
+            stream.watch.on_error(error)  # 410 -> relist next round; anything else raises here
+            continue
+        stream.open = True
+        by_key[stream.key] = stream
+
+
+def _reconnect_wait(session: Session, error: KubeApiError, failures: int) -> float:
+    if not is_retryable(error) or failures > session.watch.max_consecutive_failures:
+        raise error
+    retry_after = getattr(error, "retry_after", None)
+    if isinstance(retry_after, (int, float)):
+        return float(min(retry_after, session.retry.retry_after_max))
+    return session.retry.backoff(failures)
+
+
+def _handle_item(
+    session: Session,
+    item: StreamLine | StreamClosed,
+    by_key: dict[str, WatchedStream],
+    on_changes: ChangeHandler,
+    state: _LoopState,
+) -> Operation[None]:
+    stream = by_key.get(item.key)
+    if stream is None:
+        return  # a line still queued from a stream closed for a relist
+    if isinstance(item, StreamClosed):
+        stream.open = False
+        del by_key[item.key]
+        if item.silent:
+            stream.watch.on_silence()
+            return
+        if item.error is None:
+            stream.watch.on_end()
+            yield Sleep(session.watch.reconnect_delay)
+            return
+        raise item.error
+    try:
+        result = stream.watch.on_line(item.line)
+    except KubeApiError:
+        yield CloseStream(item.key)
+        stream.open = False
+        del by_key[item.key]
+        raise
+    if isinstance(result, Expired):
+        yield CloseStream(item.key)
+        stream.open = False
+        del by_key[item.key]
+        return
+    state.failures = 0
+    if isinstance(result, WatchEvent):
+        changed = stream.apply(result.type, result.object)
+        if changed:
+            yield from on_changes(changed, False)
+
+
+def job_streams(
+    session: Session,
+    tracker: JobTracker,
+    *,
+    namespace: str,
+    job_name: str | None = None,
+) -> list[WatchedStream]:
+    """The two streams behind a job watch: TFJobs and their pods.
+
+    With ``job_name`` they follow one job (TFJob by ``metadata.name`` field selector, pods by the
+    ``job-name`` label); without it every TFJob of the namespace and every pod the TFJob
+    controller created there (``operator-name=tfjob-controller``) — the shared watch.
+    """
+    field_selector = f"metadata.name={job_name}" if job_name else None
+    pod_selector = rq.job_pods_selector(job_name) if job_name else f"{LABEL_OPERATOR_NAME}={OPERATOR_NAME}"
+    tfjob_watch = ListWatch(
+        list_request=lambda: rq.list_tfjobs(namespace=namespace, field_selector=field_selector),
+        watch_request=lambda rv, timeout, read_timeout: rq.watch_tfjobs(
+            namespace=namespace,
+            resource_version=rv,
+            timeout_seconds=timeout,
+            read_timeout=read_timeout,
+            field_selector=field_selector,
+        ),
+        settings=session.watch,
+    )
+    pod_watch = ListWatch(
+        list_request=lambda: rq.list_pods(namespace=namespace, label_selector=pod_selector),
+        watch_request=lambda rv, timeout, read_timeout: rq.watch_pods(
+            namespace=namespace,
+            resource_version=rv,
+            timeout_seconds=timeout,
+            read_timeout=read_timeout,
+            label_selector=pod_selector,
+        ),
+        settings=session.watch,
+    )
+    return [
+        WatchedStream("tfjobs", tfjob_watch, tracker.apply_tfjob_event, tracker.relist_tfjobs),
+        WatchedStream("pods", pod_watch, tracker.apply_pod_event, tracker.relist_pods),
+    ]
+
+
+def poll_job(
+    session: Session, name: str, *, namespace: str
+) -> Operation[tuple[dict[str, Any] | None, list[dict[str, Any]]]]:
+    """One poll of one job: GET the TFJob (``None`` if absent) and LIST its pods — two requests."""
+    try:
+        tfjob: dict[str, Any] | None = yield from get_tfjob(session, name, namespace=namespace)
+    except NotFoundError:
+        tfjob = None
+    pods = yield from list_job_pods(session, name, namespace=namespace)
+    return tfjob, pods
+
+
+def poll_job_snapshots(
+    session: Session, name: str, *, namespace: str, tracker: JobTracker
+) -> Operation[None]:
+    """Polling fallback for one job: every ``poll_interval`` a :func:`poll_job`; emit on change."""
+    key = (namespace, name)
+    last: JobSnapshot | None = None
+    while True:
+        tfjob, pods = yield from poll_job(session, name, namespace=namespace)
+        tracker.relist_tfjobs([tfjob] if tfjob is not None else [])
+        tracker.relist_pods(pods)
+        snapshot = tracker.snapshot(key)
+        if snapshot != last:
+            yield Emit(snapshot)
+            last = snapshot
+        yield Sleep(session.watch.poll_interval)
+
+
+def watch_job(session: Session, name: str, *, namespace: str) -> Operation[None]:
+    """Emit a :class:`JobSnapshot` after the initial lists and after every change of the TFJob or
+    one of its pods.  Falls back to polling when listing or watching is forbidden."""
+    key = (namespace, name)
+    tracker = JobTracker(namespace=namespace, only=[key])
+
+    def emit(changed: set[JobKey], initial: bool) -> Iterable[Effect]:
+        return [Emit(tracker.snapshot(key))] if initial or key in changed else []
+
+    streams = job_streams(session, tracker, namespace=namespace, job_name=name)
+    try:
+        yield from run_list_watches(session, streams, on_changes=emit)
+    except ForbiddenError as error:
+        if not watch_forbidden(error):
+            raise
+        for stream in streams:
+            if stream.open:
+                yield CloseStream(stream.key)
+        log.warning("%s — falling back to polling every %.0f s", error.message, session.watch.poll_interval)
+        poll_tracker = JobTracker(namespace=namespace, only=[key])
+        yield from poll_job_snapshots(session, name, namespace=namespace, tracker=poll_tracker)
+
+
+def watch_forbidden(error: ForbiddenError) -> bool:
+    """True when a 403 was for the ``watch`` verb: the one denial polling can work around."""
+    return error.rule is not None and error.rule.verb == "watch"
+
+
+# --- small helpers -----------------------------------------------------------------------------
+
+
+def _items(body: Mapping[str, Any]) -> list[dict[str, Any]]:
+    items = body.get("items")
+    return [dict(item) for item in items if isinstance(item, Mapping)] if isinstance(items, list) else []
+
+
+def _meta(obj: Mapping[str, Any], key: str) -> Any:
+    metadata = obj.get("metadata")
+    return metadata.get(key) if isinstance(metadata, Mapping) else None
+
+
+def _name(obj: Mapping[str, Any]) -> Any:
+    return _meta(obj, "name")
+
+
+__all__ = [
+    "CloseStream",
+    "Effect",
+    "Emit",
+    "NextLine",
+    "OpenStream",
+    "Operation",
+    "Response",
+    "Send",
+    "Session",
+    "Sleep",
+    "StreamClosed",
+    "StreamLine",
+    "WatchedStream",
+    "call",
+    "call_json",
+    "check_tfjob_served",
+    "create_tfjob",
+    "delete_tfjob",
+    "follow_log",
+    "get_tfjob",
+    "job_streams",
+    "list_events",
+    "list_job_pods",
+    "list_tfjobs",
+    "poll_job",
+    "poll_job_snapshots",
+    "raise_for_status",
+    "read_log_tail",
+    "run_list_watches",
+    "watch_forbidden",
+    "watch_job",
+]

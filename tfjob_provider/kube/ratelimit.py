@@ -1,0 +1,98 @@
+"""A client-side token bucket, one per connection per process.
+
+Neither the ``kubernetes`` nor the ``kubernetes_asyncio`` client limits its request rate, and
+Airflow's hook adds no limit either; when a triggerer wakes hundreds of deferred TFJobs at once
+they would all hit the API server in the same second and be answered with 429s by API Priority
+and Fairness.  client-go solves this with a token bucket (``DefaultQPS = 5``,
+``DefaultBurst = 10``); we copy those numbers.  The bucket is shared by every hook and trigger of
+one process that talks through the same connection (:func:`shared_bucket`), because the server
+counts the *identity*, not our objects.
+
+The bucket only computes delays — it never sleeps — so the sync client can ``time.sleep`` and the
+async one ``await asyncio.sleep`` on the same object.  A reservation is taken immediately (the
+token count may go negative), so callers are served in arrival order and a burst of N requests
+spreads evenly over N/rate seconds.  A lock makes it safe across threads (the sync watch uses
+reader threads; Airflow workers may use several).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+#: client-go's ``rest.DefaultQPS``: sustained requests per second per connection.
+DEFAULT_RATE = 5.0
+#: client-go's ``rest.DefaultBurst``: requests that may go out back to back after a quiet period.
+DEFAULT_BURST = 10
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    """Rate-limit settings: ``rate`` tokens per second, at most ``burst`` saved up."""
+
+    rate: float = DEFAULT_RATE
+    burst: int = DEFAULT_BURST
+
+    def __post_init__(self) -> None:
+        if self.rate <= 0 or self.burst < 1:
+            raise ValueError("rate must be > 0 and burst >= 1")
+
+
+class TokenBucket:
+    """Token bucket with an injected monotonic clock.
+
+    :param limit: rate and burst.
+    :param clock: seconds, monotonic (``time.monotonic`` by default; tests pass a fake).
+    """
+
+    def __init__(
+        self, limit: RateLimit | None = None, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.limit = limit or RateLimit()
+        self._clock = clock
+        self._tokens = float(self.limit.burst)
+        self._updated = clock()
+        self._lock = threading.Lock()
+        self.granted = 0
+        """How many requests were admitted so far (for tests and metrics)."""
+
+    def reserve(self) -> float:
+        """Take one token; return the seconds the caller must wait before sending (0 when free)."""
+        with self._lock:
+            now = self._clock()
+            elapsed = max(0.0, now - self._updated)
+            self._updated = now
+            self._tokens = min(float(self.limit.burst), self._tokens + elapsed * self.limit.rate)
+            self._tokens -= 1.0
+            self.granted += 1
+            if self._tokens >= 0:
+                return 0.0
+            return -self._tokens / self.limit.rate
+
+    def available(self) -> float:
+        """Tokens available right now (negative while callers queue)."""
+        with self._lock:
+            elapsed = max(0.0, self._clock() - self._updated)
+            return min(float(self.limit.burst), self._tokens + elapsed * self.limit.rate)
+
+
+_buckets: dict[str, TokenBucket] = {}
+_buckets_lock = threading.Lock()
+
+
+def shared_bucket(key: str, limit: RateLimit | None = None) -> TokenBucket:
+    """The process-wide bucket for connection ``key``; created with ``limit`` on first use.
+
+    Later calls with a different ``limit`` get the existing bucket: the first configuration wins,
+    as one process should not have two opinions about one identity's rate.
+    """
+    with _buckets_lock:
+        bucket = _buckets.get(key)
+        if bucket is None:
+            bucket = _buckets[key] = TokenBucket(limit)
+        return bucket
+
+
+__all__ = ["DEFAULT_BURST", "DEFAULT_RATE", "RateLimit", "TokenBucket", "shared_bucket"]

@@ -1,0 +1,281 @@
+"""The current state of TFJobs and their pods, folded from list results and watch events.
+
+The verdict engine (``policy.decide``) wants one TFJob and its pods as plain dicts, and does not
+care whether they came from a list, a watch or a poll.  :class:`JobTracker` is the bridge: it
+applies ``ADDED``/``MODIFIED``/``DELETED`` events and whole relists (which *replace* what was
+known, so an object deleted while we were disconnected disappears) and hands out immutable
+:class:`JobSnapshot` values.  It tracks one job (``watch_job``) or every job of a namespace (the
+triggerer's shared watch), keyed by ``(namespace, name)``; a pod belongs to the job named by its
+``training.kubeflow.org/job-name`` label.
+
+Memory is the shared watch's constraint (500 jobs x several replicas in one triggerer), so with
+``slim=True`` each object is cut to what a verdict, a log line or a report can use — no
+``managedFields`` (often half an object's size), no annotations, pod specs reduced to
+container names.  Snapshots share those dicts (nothing is copied per subscriber); callers must
+treat them as read-only.
+
+Pods of an earlier TFJob with the same name (deleted, recreated) are excluded from a snapshot
+when their controller ``ownerReference`` names another UID, so a fresh job is never judged by
+its predecessor's pods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tfjob_provider.constants import LABEL_JOB_NAME
+
+JobKey = tuple[str, str]
+"""``(namespace, name)`` of a TFJob."""
+
+
+@dataclass(frozen=True)
+class JobSnapshot:
+    """What is known about one TFJob at one moment.
+
+    :param tfjob: the TFJob object, or ``None`` when it does not exist (yet, or any more).
+    :param pods: its pods, sorted by name.
+    :param deleted: the TFJob was seen and has since disappeared (externally deleted).
+    """
+
+    tfjob: Mapping[str, Any] | None
+    pods: tuple[Mapping[str, Any], ...]
+    deleted: bool
+
+    @property
+    def uid(self) -> str | None:
+        metadata = (self.tfjob or {}).get("metadata")
+        uid = metadata.get("uid") if isinstance(metadata, Mapping) else None
+        return str(uid) if uid else None
+
+
+# --- slimming -----------------------------------------------------------------------------------
+
+_METADATA_KEEP = (
+    "name",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "labels",
+    "ownerReferences",
+)
+_POD_SPEC_KEEP = ("nodeName", "restartPolicy", "schedulerName", "priorityClassName")
+
+
+def _slim_metadata(metadata: Any) -> dict[str, Any]:
+    if not isinstance(metadata, Mapping):
+        return {}
+    slim = {key: metadata[key] for key in _METADATA_KEEP if key in metadata}
+    owners = slim.get("ownerReferences")
+    if isinstance(owners, list):
+        slim["ownerReferences"] = [
+            {k: o[k] for k in ("kind", "name", "uid", "controller") if k in o}
+            for o in owners
+            if isinstance(o, Mapping)
+        ]
+    return slim
+
+
+def _names_only(containers: Any) -> list[dict[str, Any]]:
+    if not isinstance(containers, list):
+        return []
+    return [{"name": c.get("name")} for c in containers if isinstance(c, Mapping)]
+
+
+def slim_pod(pod: Mapping[str, Any]) -> dict[str, Any]:
+    """A pod reduced to metadata identity/labels, a few spec fields and its full status."""
+    spec = pod.get("spec") if isinstance(pod.get("spec"), Mapping) else {}
+    assert isinstance(spec, Mapping)
+    slim_spec: dict[str, Any] = {key: spec[key] for key in _POD_SPEC_KEEP if key in spec}
+    slim_spec["containers"] = _names_only(spec.get("containers"))
+    if spec.get("initContainers"):
+        slim_spec["initContainers"] = _names_only(spec.get("initContainers"))
+    slim: dict[str, Any] = {"metadata": _slim_metadata(pod.get("metadata")), "spec": slim_spec}
+    if "status" in pod:
+        slim["status"] = pod["status"]
+    return slim
+
+
+def slim_tfjob(tfjob: Mapping[str, Any]) -> dict[str, Any]:
+    """A TFJob without ``managedFields`` and annotations (spec and status are kept whole: the
+    verdict reads replica specs, restart policies, run policy and conditions)."""
+    slim = dict(tfjob)
+    metadata = tfjob.get("metadata")
+    if isinstance(metadata, Mapping):
+        kept = {k: v for k, v in metadata.items() if k not in ("managedFields", "annotations")}
+        # Keep the provider's own identity annotations: they decide whether a job is ours.
+        annotations = metadata.get("annotations")
+        if isinstance(annotations, Mapping):
+            ours = {k: v for k, v in annotations.items() if str(k).startswith("tfjob-provider.")}
+            if ours:
+                kept["annotations"] = ours
+        slim["metadata"] = kept
+    return slim
+
+
+def strip_managed_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """Only drop ``metadata.managedFields`` (server bookkeeping nobody here reads)."""
+    copy = dict(obj)
+    metadata = obj.get("metadata")
+    if isinstance(metadata, Mapping) and "managedFields" in metadata:
+        copy["metadata"] = {k: v for k, v in metadata.items() if k != "managedFields"}
+    return copy
+
+
+# --- the tracker -----------------------------------------------------------------------------
+
+
+def _meta(obj: Mapping[str, Any], key: str) -> Any:
+    metadata = obj.get("metadata")
+    return metadata.get(key) if isinstance(metadata, Mapping) else None
+
+
+def _key_of_tfjob(obj: Mapping[str, Any], default_namespace: str | None) -> JobKey | None:
+    name = _meta(obj, "name")
+    namespace = _meta(obj, "namespace") or default_namespace
+    return (str(namespace), str(name)) if name and namespace else None
+
+
+def _key_of_pod(obj: Mapping[str, Any], default_namespace: str | None) -> JobKey | None:
+    labels = _meta(obj, "labels")
+    job = labels.get(LABEL_JOB_NAME) if isinstance(labels, Mapping) else None
+    namespace = _meta(obj, "namespace") or default_namespace
+    return (str(namespace), str(job)) if job and namespace else None
+
+
+def _controller_uid(pod: Mapping[str, Any]) -> str | None:
+    owners = _meta(pod, "ownerReferences")
+    if isinstance(owners, list):
+        for owner in owners:
+            if isinstance(owner, Mapping) and owner.get("controller"):
+                uid = owner.get("uid")
+                return str(uid) if uid else None
+    return None
+
+
+class JobTracker:
+    """Fold TFJob and pod events into per-job state.
+
+    :param namespace: namespace assumed for objects that do not say (watch events always do).
+    :param only: track just these jobs (``watch_job``); ``None`` tracks every job seen (shared watch).
+    :param slim: cut objects to what the verdict needs (see the module docstring).
+
+    Every mutating method returns the set of job keys whose snapshot may have changed.
+    """
+
+    def __init__(
+        self, *, namespace: str | None = None, only: Iterable[JobKey] | None = None, slim: bool = False
+    ):
+        self._namespace = namespace
+        self._only = frozenset(only) if only is not None else None
+        self._slim = slim
+        self._tfjobs: dict[JobKey, Mapping[str, Any]] = {}
+        self._pods: dict[JobKey, dict[str, Mapping[str, Any]]] = {}
+        self._seen: set[JobKey] = set()
+        self._deleted: set[JobKey] = set()
+
+    # -- helpers
+    def _wanted(self, key: JobKey | None) -> bool:
+        return key is not None and (self._only is None or key in self._only)
+
+    def _slim_tfjob(self, obj: Mapping[str, Any]) -> Mapping[str, Any]:
+        return slim_tfjob(obj) if self._slim else strip_managed_fields(obj)
+
+    def _slim_pod(self, obj: Mapping[str, Any]) -> Mapping[str, Any]:
+        return slim_pod(obj) if self._slim else strip_managed_fields(obj)
+
+    # -- TFJobs
+    def apply_tfjob_event(self, event_type: str, obj: Mapping[str, Any]) -> set[JobKey]:
+        key = _key_of_tfjob(obj, self._namespace)
+        if not self._wanted(key):
+            return set()
+        assert key is not None
+        if event_type == "DELETED":
+            if self._tfjobs.pop(key, None) is not None or key in self._seen:
+                self._deleted.add(key)
+            return {key}
+        self._tfjobs[key] = self._slim_tfjob(obj)
+        self._seen.add(key)
+        self._deleted.discard(key)
+        return {key}
+
+    def relist_tfjobs(self, items: Iterable[Mapping[str, Any]]) -> set[JobKey]:
+        """Replace every tracked TFJob by the list's; jobs missing from it count as deleted."""
+        fresh: dict[JobKey, Mapping[str, Any]] = {}
+        for obj in items:
+            key = _key_of_tfjob(obj, self._namespace)
+            if self._wanted(key):
+                assert key is not None
+                fresh[key] = self._slim_tfjob(obj)
+        changed = set(self._tfjobs) | set(fresh)
+        for key in set(self._tfjobs) - set(fresh):
+            self._deleted.add(key)
+        for key in fresh:
+            self._deleted.discard(key)
+            self._seen.add(key)
+        self._tfjobs = fresh
+        return changed
+
+    # -- pods
+    def apply_pod_event(self, event_type: str, obj: Mapping[str, Any]) -> set[JobKey]:
+        key = _key_of_pod(obj, self._namespace)
+        name = _meta(obj, "name")
+        if not self._wanted(key) or not name:
+            return set()
+        assert key is not None
+        pods = self._pods.setdefault(key, {})
+        if event_type == "DELETED":
+            current = pods.get(str(name))
+            # A DELETED for an older incarnation (other UID) must not remove the recreated pod.
+            if current is not None and (_meta(current, "uid") in (None, _meta(obj, "uid"))):
+                del pods[str(name)]
+            if not pods:
+                self._pods.pop(key, None)
+            return {key}
+        pods[str(name)] = self._slim_pod(obj)
+        return {key}
+
+    def relist_pods(self, items: Iterable[Mapping[str, Any]]) -> set[JobKey]:
+        """Replace every tracked pod by the list's (pods that vanished meanwhile are dropped)."""
+        fresh: dict[JobKey, dict[str, Mapping[str, Any]]] = {}
+        for obj in items:
+            key = _key_of_pod(obj, self._namespace)
+            name = _meta(obj, "name")
+            if self._wanted(key) and name:
+                assert key is not None
+                fresh.setdefault(key, {})[str(name)] = self._slim_pod(obj)
+        changed = set(self._pods) | set(fresh)
+        self._pods = fresh
+        return changed
+
+    # -- reading
+    def snapshot(self, key: JobKey) -> JobSnapshot:
+        tfjob = self._tfjobs.get(key)
+        uid = _meta(tfjob, "uid") if tfjob is not None else None
+        pods = self._pods.get(key, {})
+        selected = tuple(
+            pods[name] for name in sorted(pods) if uid is None or _controller_uid(pods[name]) in (None, uid)
+        )
+        return JobSnapshot(tfjob=tfjob, pods=selected, deleted=key in self._deleted)
+
+    def keys(self) -> set[JobKey]:
+        return set(self._tfjobs) | set(self._pods) | set(self._deleted)
+
+    def forget(self, key: JobKey) -> None:
+        """Drop everything about one job (its last subscriber left)."""
+        self._tfjobs.pop(key, None)
+        self._pods.pop(key, None)
+        self._seen.discard(key)
+        self._deleted.discard(key)
+
+    def __len__(self) -> int:
+        return len(self._tfjobs)
+
+
+__all__ = ["JobKey", "JobSnapshot", "JobTracker", "slim_pod", "slim_tfjob", "strip_managed_fields"]
