@@ -1,0 +1,226 @@
+"""One pair of watch streams per (connection, namespace) per triggerer, shared by all its triggers.
+
+A triggerer may wait on hundreds of TFJobs at once.  Polling each one (GET TFJob + LIST pods every
+P seconds) costs 2N/P requests per second — 100 per second for 500 jobs at 10 s — and still sees a
+termination P/2 seconds late on average.  A watch costs nothing while nothing changes and delivers
+a change in milliseconds, but one watch *per job* would still mean 2N long-lived streams.  So the
+triggers of one process share: :class:`SharedJobWatch` runs exactly two streams per connection and
+namespace — every TFJob of the namespace, and every pod labelled
+``training.kubeflow.org/operator-name=tfjob-controller`` — folds them into one slim
+:class:`~.tracking.JobTracker`, and hands each subscriber the snapshots of *its* job.  Steady-state
+cost: two watch requests per namespace per 5-10 minutes (the server timeout) plus bookmarks —
+far below the target of 2 requests per job per minute, and independent of replica count.
+
+Lifetime is reference-counted: the streams start with the first subscriber and stop when the
+last one leaves.  Memory is bounded by the slim tracker (no ``managedFields``, no annotations,
+pod specs reduced to container names) and by each subscription keeping only the *latest*
+snapshot, never a backlog.
+
+If the ``watch`` verb is forbidden, the shared watch falls back to polling every subscribed job
+(:func:`~.operations.poll_job`: one GET + one LIST) every ``poll_interval`` (10 s by default).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Iterable
+from typing import Any
+
+from tfjob_provider.kube import operations as ops
+from tfjob_provider.kube.async_client import AsyncTFJobClient
+from tfjob_provider.kube.errors import ForbiddenError, KubeApiError
+from tfjob_provider.kube.tracking import JobKey, JobSnapshot, JobTracker
+
+log = logging.getLogger(__name__)
+
+
+class Subscription:
+    """One trigger's view of its job: an async iterator of :class:`JobSnapshot`.
+
+    Each ``__anext__`` returns the newest snapshot not returned yet (intermediate ones are
+    skipped — the verdict only needs the current state).  A job the shared watch has not seen
+    yet is reported as ``JobSnapshot(tfjob=None, pods=(), deleted=False)``.  If the shared watch
+    fails for good, the error is raised here.
+    """
+
+    def __init__(self, key: JobKey) -> None:
+        self.key = key
+        self._latest: JobSnapshot | None = None
+        self._version = 0
+        self._delivered = 0
+        self._changed = asyncio.Event()
+        self._error: BaseException | None = None
+
+    @property
+    def latest(self) -> JobSnapshot | None:
+        return self._latest
+
+    def _publish(self, snapshot: JobSnapshot) -> None:
+        if snapshot == self._latest and self._version:
+            return
+        self._latest = snapshot
+        self._version += 1
+        self._changed.set()
+
+    def _fail(self, error: BaseException) -> None:
+        self._error = error
+        self._changed.set()
+
+    def __aiter__(self) -> Subscription:
+        return self
+
+    async def __anext__(self) -> JobSnapshot:
+        while self._delivered == self._version:
+            if self._error is not None:
+                raise self._error
+            self._changed.clear()
+            await self._changed.wait()
+        self._delivered = self._version
+        assert self._latest is not None
+        return self._latest
+
+
+class SharedJobWatch:
+    """The shared streams of one client (connection + event loop) and namespace.
+
+    Use :meth:`subscribe`; instances are created and stopped by it.
+    """
+
+    _instances: dict[tuple[int, str], SharedJobWatch] = {}  # process-wide registry
+
+    def __init__(self, client: AsyncTFJobClient, namespace: str) -> None:
+        self.client = client
+        self.namespace = namespace
+        self.tracker = JobTracker(namespace=namespace, slim=True)
+        self.subscribers: dict[JobKey, set[Subscription]] = {}
+        self.mode = "starting"
+        """``starting``, ``watching`` or ``polling`` (watch verb forbidden)."""
+        self.ready = False
+        self._task: asyncio.Task[None] | None = None
+
+    # --- subscription ---------------------------------------------------------------------------
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def subscribe(
+        cls, client: AsyncTFJobClient, *, name: str, namespace: str
+    ) -> AsyncIterator[Subscription]:
+        """Follow TFJob ``namespace/name`` through the shared streams for as long as the block runs."""
+        registry_key = (id(client), namespace)
+        watch = cls._instances.get(registry_key)
+        if watch is None:
+            watch = cls._instances[registry_key] = SharedJobWatch(client, namespace)
+        subscription = watch._add(name)
+        try:
+            yield subscription
+        finally:
+            watch._remove(subscription)
+            if not watch.subscribers and cls._instances.get(registry_key) is watch:
+                del cls._instances[registry_key]
+                await watch._stop()
+
+    @classmethod
+    def active(cls, client: AsyncTFJobClient, namespace: str) -> SharedJobWatch | None:
+        """The running shared watch for ``client`` and ``namespace``, if any (for tests and metrics)."""
+        return cls._instances.get((id(client), namespace))
+
+    def _add(self, name: str) -> Subscription:
+        key = (self.namespace, name)
+        subscription = Subscription(key)
+        self.subscribers.setdefault(key, set()).add(subscription)
+        if self.ready:
+            subscription._publish(self.tracker.snapshot(key))
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(
+                self._run(), name=f"tfjob-shared-watch-{self.namespace}"
+            )
+        return subscription
+
+    def _remove(self, subscription: Subscription) -> None:
+        peers = self.subscribers.get(subscription.key)
+        if peers is not None:
+            peers.discard(subscription)
+            if not peers:
+                del self.subscribers[subscription.key]
+
+    async def _stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    # --- the streams ----------------------------------------------------------------------------
+
+    def _dispatch(self, changed: set[JobKey], initial: bool) -> Iterable[ops.Effect]:
+        self.ready = True
+        keys = set(self.subscribers) if initial else changed & set(self.subscribers)
+        for key in keys:
+            snapshot = self.tracker.snapshot(key)
+            for subscription in self.subscribers.get(key, ()):
+                subscription._publish(snapshot)
+        for key in changed - set(self.subscribers):
+            # Keep memory bounded: nobody waits for a job that is gone.
+            if self.tracker.snapshot(key).deleted:
+                self.tracker.forget(key)
+        return ()
+
+    async def _run(self) -> None:
+        session = self.client.session
+        try:
+            try:
+                self.mode = "watching"
+                streams = ops.job_streams(session, self.tracker, namespace=self.namespace)
+                await self.client.run(ops.run_list_watches(session, streams, on_changes=self._dispatch))
+            except ForbiddenError as error:
+                if not ops.watch_forbidden(error):
+                    raise
+                log.warning("%s — polling every %.0f s instead", error.message, session.watch.poll_interval)
+                self.mode = "polling"
+                await self._poll_forever()
+        except asyncio.CancelledError:
+            raise
+        except (KubeApiError, Exception) as error:  # every subscriber must learn about it
+            log.error("shared TFJob watch in %s failed: %s", self.namespace, error)
+            for peers in self.subscribers.values():
+                for subscription in peers:
+                    subscription._fail(error)
+            registry_key = (id(self.client), self.namespace)
+            if SharedJobWatch._instances.get(registry_key) is self:
+                del SharedJobWatch._instances[registry_key]
+
+    async def _poll_forever(self) -> None:
+        session = self.client.session
+        tracker = JobTracker(namespace=self.namespace, slim=True)
+        while True:
+            for key in list(self.subscribers):
+                _, name = key
+                tfjob, pods = await self.client.run(ops.poll_job(session, name, namespace=self.namespace))
+                snapshot = _merge_poll(tracker, key, tfjob, pods)
+                self.ready = True
+                for subscription in self.subscribers.get(key, ()):
+                    subscription._publish(snapshot)
+            await asyncio.sleep(session.watch.poll_interval)
+
+
+def _merge_poll(
+    tracker: JobTracker, key: JobKey, tfjob: dict[str, Any] | None, pods: list[dict[str, Any]]
+) -> JobSnapshot:
+    """Fold one poll of ``key`` into the shared polling tracker and return its snapshot."""
+    if tfjob is not None:
+        tracker.apply_tfjob_event("MODIFIED", tfjob)
+    else:
+        tracker.apply_tfjob_event("DELETED", {"metadata": {"name": key[1], "namespace": key[0]}})
+    current = {str((p.get("metadata") or {}).get("name")) for p in pods}
+    for stale in tracker.snapshot(key).pods:
+        stale_name = (stale.get("metadata") or {}).get("name")
+        if str(stale_name) not in current:
+            tracker.apply_pod_event("DELETED", stale)
+    for pod in pods:
+        tracker.apply_pod_event("MODIFIED", pod)
+    return tracker.snapshot(key)
+
+
+__all__ = ["SharedJobWatch", "Subscription"]
