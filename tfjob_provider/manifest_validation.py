@@ -78,6 +78,16 @@ _HOME_OF: Final[Mapping[str, str]] = {
     **{name: "spec.tfReplicaSpecs" for name in REPLICA_TYPES},
 }
 
+_REPLICA_PATH = re.compile(r"spec\.tfReplicaSpecs\.(\w+)")
+
+
+def _home_of(name: str, *, near: str) -> str:
+    """Where field *name* belongs, naming the replica type when the mistake was made inside one."""
+    home = _HOME_OF.get(name, "")
+    inside_replica = _REPLICA_PATH.match(near)
+    return home.replace("<Type>", inside_replica.group(1)) if inside_replica else home
+
+
 _INT32_MAX: Final = 2**31 - 1
 _INT64_MAX: Final = 2**63 - 1
 _QUANTITY = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)(([KMGTPE]i)|[numkMGTPE]|[eE][+-]?(\d+(\.\d*)?|\.\d+))?")
@@ -148,8 +158,8 @@ class _ManifestChecker:
             field = child(path, key)
             name = str(key)
             guess = closest(name, allowed)
-            home = _HOME_OF.get(name)
-            if home is not None and guess != name:
+            home = _home_of(name, near=path)
+            if home and guess != name:
                 message = f"unknown field: {name} does not belong in {here}."
                 fix = f"Move it to {child(home, name)}."
             elif guess is not None:
@@ -159,9 +169,8 @@ class _ManifestChecker:
                 near_home = closest(name, _HOME_OF)
                 message = f'unknown field "{name}" in {here}.'
                 if near_home is not None:
-                    fix = (
-                        f'Did you mean "{near_home}"? It belongs in {child(_HOME_OF[near_home], near_home)}.'
-                    )
+                    target = child(_home_of(near_home, near=path), near_home)
+                    fix = f'Did you mean "{near_home}"? It belongs in {target}.'
                 else:
                     fix = f"Remove it; the fields allowed here are {one_of(allowed)}."
             self.add(field, message, fix)
@@ -178,6 +187,7 @@ class _ManifestChecker:
                         f"has the key {_describe(key)}; keys must be strings.",
                         f'Quote the key ("{key}").',
                     )
+                    self._opaque.append(child(path, key))
                     continue
                 self.json_values(child(path, key), item)
         elif isinstance(value, list | tuple):
@@ -288,9 +298,7 @@ def _check_metadata(checker: _ManifestChecker, manifest: Mapping[str, Any]) -> s
         message = (
             f'is set ("{resource_version}"): the API server refuses to create an object that carries one.'
         )
-        fix = (
-            "Remove metadata.resourceVersion (copied from `kubectl get -o yaml` output?); uid and status too."
-        )
+        fix = "Remove it, and uid and creationTimestamp too if this came from `kubectl get -o yaml`."
         checker.add("metadata.resourceVersion", message, fix)
     _check_string_map(checker, "metadata.labels", metadata.get("labels"), labels=True)
     _check_string_map(checker, "metadata.annotations", metadata.get("annotations"), labels=False)
