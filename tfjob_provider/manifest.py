@@ -5,7 +5,8 @@ the tests) needs the same three steps — turn user input into one manifest, che
 before any API call, and report every problem with its field and fix — and must not depend on
 Airflow or a Kubernetes client to do so.  The work is split by concern into
 :mod:`~tfjob_provider.manifest_loading`, :mod:`~tfjob_provider.manifest_building`,
-:mod:`~tfjob_provider.manifest_validation` and :mod:`~tfjob_provider.manifest_problems`;
+:mod:`~tfjob_provider.manifest_validation` (with its building blocks in
+:mod:`~tfjob_provider.manifest_checks`) and :mod:`~tfjob_provider.manifest_problems`;
 this module is the stable interface the rest of the provider imports from.
 
 Typical use by the operator::

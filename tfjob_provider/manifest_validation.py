@@ -17,8 +17,6 @@ container, images, names, env/command/args types).  Standard library only.
 from __future__ import annotations
 
 import copy
-import datetime
-import math
 import re
 from collections.abc import Mapping
 from typing import Any, Final
@@ -32,7 +30,8 @@ from tfjob_provider.constants import (
     MANAGED_BY_TRAINING_OPERATOR,
     REPLICA_TYPES,
 )
-from tfjob_provider.manifest_problems import ManifestError, Problem, child, closest, did_you_mean, one_of
+from tfjob_provider.manifest_checks import INT64_MAX, ProblemCollector, describe
+from tfjob_provider.manifest_problems import ManifestError, Problem, child, closest, one_of
 from tfjob_provider.naming import (
     DNS_LABEL_MAX_LENGTH,
     is_dns1123_label,
@@ -88,28 +87,9 @@ def _home_of(name: str, *, near: str) -> str:
     return home.replace("<Type>", inside_replica.group(1)) if inside_replica else home
 
 
-_INT32_MAX: Final = 2**31 - 1
-_INT64_MAX: Final = 2**63 - 1
 _QUANTITY = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)(([KMGTPE]i)|[numkMGTPE]|[eE][+-]?(\d+(\.\d*)?|\.\d+))?")
 _SERVICE_NAME_LIMIT: Final = DNS_LABEL_MAX_LENGTH
 _DNS1035_PATTERN = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")  # the length is checked with the pod names
-
-
-def _describe(value: Any) -> str:
-    """How a wrong value reads in a message: ``the string "2"``, ``true (a boolean)``, ``a list``."""
-    if isinstance(value, bool):
-        return f"{str(value).lower()} (a boolean)"
-    if isinstance(value, str):
-        return f'the string "{value}"'
-    if isinstance(value, int | float):
-        return f"{value} (a number)"
-    if value is None:
-        return "null"
-    if isinstance(value, Mapping):
-        return "a mapping"
-    if isinstance(value, list | tuple):
-        return "a list"
-    return f"a {type(value).__name__}"
 
 
 def type_meta_problems(manifest: Mapping[str, Any]) -> list[Problem]:
@@ -117,14 +97,14 @@ def type_meta_problems(manifest: Mapping[str, Any]) -> list[Problem]:
     problems: list[Problem] = []
     api_version, kind = manifest.get("apiVersion"), manifest.get("kind")
     if api_version != API_VERSION:
-        message = "is missing." if api_version is None else f"is {_describe(api_version)}, not {API_VERSION}."
+        message = "is missing." if api_version is None else f"is {describe(api_version)}, not {API_VERSION}."
         fix = f"Set apiVersion: {API_VERSION} (the version the training operator v1.x serves TFJobs under)."
         problems.append(Problem("apiVersion", message, fix))
     if kind != KIND:
         if kind is None:
             message, fix = "is missing.", f"Set kind: {KIND}."
         else:
-            message = f"is {_describe(kind)}; this provider submits TFJobs only."
+            message = f"is {describe(kind)}; this provider submits TFJobs only."
             case_only = isinstance(kind, str) and kind.lower() == KIND.lower()
             fix = f"Set kind: {KIND}" + (
                 " (kinds are case-sensitive)."
@@ -135,133 +115,36 @@ def type_meta_problems(manifest: Mapping[str, Any]) -> list[Problem]:
     return problems
 
 
-class _ManifestChecker:
-    """One validation pass: walks the manifest, collects problems, records what later checks need."""
-
-    def __init__(self) -> None:
-        self.problems: list[Problem] = []
-        self._opaque: list[str] = []  # paths already reported as non-JSON values; nothing below them again
-
-    # -- reporting -------------------------------------------------------------------------------
-
-    def add(self, field: str, message: str, fix: str) -> None:
-        if any(field == path or field.startswith((f"{path}.", f"{path}[")) for path in self._opaque):
-            return
-        self.problems.append(Problem(field, message, fix))
-
-    def unknown_fields(self, path: str, mapping: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
-        """Report keys of *mapping* that do not belong at *path*, with a "did you mean" or "move it"."""
-        here = path or "the top level"
-        for key in mapping:
-            if key in allowed:
-                continue
-            field = child(path, key)
-            name = str(key)
-            guess = closest(name, allowed)
-            home = _home_of(name, near=path)
-            if home and guess != name:
-                message = f"unknown field: {name} does not belong in {here}."
-                fix = f"Move it to {child(home, name)}."
-            elif guess is not None:
-                message = f'unknown field "{name}" in {here}.'
-                fix = f'Did you mean "{guess}"? (field names are case-sensitive)'
+def _unknown_fields(
+    checker: ProblemCollector, path: str, mapping: Mapping[str, Any], allowed: tuple[str, ...]
+) -> None:
+    """Report keys of *mapping* that do not belong at *path*, with a "did you mean" or "move it"."""
+    here = path or "the top level"
+    for key in mapping:
+        if key in allowed:
+            continue
+        field = child(path, key)
+        name = str(key)
+        guess = closest(name, allowed)
+        home = _home_of(name, near=path)
+        if home and guess != name:
+            message = f"unknown field: {name} does not belong in {here}."
+            fix = f"Move it to {child(home, name)}."
+        elif guess is not None:
+            message = f'unknown field "{name}" in {here}.'
+            fix = f'Did you mean "{guess}"? (field names are case-sensitive)'
+        else:
+            near_home = closest(name, _HOME_OF)
+            message = f'unknown field "{name}" in {here}.'
+            if near_home is not None:
+                target = child(_home_of(near_home, near=path), near_home)
+                fix = f'Did you mean "{near_home}"? It belongs in {target}.'
             else:
-                near_home = closest(name, _HOME_OF)
-                message = f'unknown field "{name}" in {here}.'
-                if near_home is not None:
-                    target = child(_home_of(near_home, near=path), near_home)
-                    fix = f'Did you mean "{near_home}"? It belongs in {target}.'
-                else:
-                    fix = f"Remove it; the fields allowed here are {one_of(allowed)}."
-            self.add(field, message, fix)
-
-    # -- generic value checks --------------------------------------------------------------------
-
-    def json_values(self, path: str, value: Any) -> None:
-        """Values a JSON request body cannot carry (YAML dates, NaN, non-string keys) anywhere in the tree."""
-        if isinstance(value, Mapping):
-            for key, item in value.items():
-                if not isinstance(key, str):
-                    self.add(
-                        path or "document",
-                        f"has the key {_describe(key)}; keys must be strings.",
-                        f'Quote the key ("{key}").',
-                    )
-                    self._opaque.append(child(path, key))
-                    continue
-                self.json_values(child(path, key), item)
-        elif isinstance(value, list | tuple):
-            for index, item in enumerate(value):
-                self.json_values(child(path, index), item)
-        elif isinstance(value, float) and not math.isfinite(value):
-            self.add(
-                path, f"is {value}, which JSON cannot carry.", "Use a finite number, or quote it as a string."
-            )
-            self._opaque.append(path)
-        elif isinstance(value, datetime.date | datetime.datetime):
-            message = f"is a {type(value).__name__} (YAML reads an unquoted {value} that way), not a string."
-            self.add(path, message, f'Quote it: "{value}".')
-            self._opaque.append(path)
-        elif not isinstance(value, str | int | float | bool) and value is not None:
-            self.add(
-                path,
-                f"is {_describe(value)}, which a Kubernetes manifest cannot carry.",
-                "Use strings, numbers, booleans, lists and mappings only.",
-            )
-            self._opaque.append(path)
-
-    def mapping(self, path: str, value: Any, *, what: str) -> Mapping[str, Any] | None:
-        if isinstance(value, Mapping):
-            return value
-        self.add(
-            path,
-            f"must be a mapping ({what}), not {_describe(value)}.",
-            f"Write {path} as a mapping of fields.",
-        )
-        return None
-
-    def integer(self, path: str, value: Any, *, minimum: int, maximum: int = _INT32_MAX) -> int | None:
-        if isinstance(value, bool) or not isinstance(value, int):
-            if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
-                fix = f"Write {value.strip()} without quotes."
-            else:
-                fix = f"Use a whole number of at least {minimum}."
-            self.add(path, f"must be an integer, not {_describe(value)}.", fix)
-            return None
-        if not minimum <= value <= maximum:
-            self.add(
-                path,
-                f"is {value}; it must be between {minimum} and {maximum}.",
-                f"Use a whole number from {minimum} to {maximum}.",
-            )
-            return None
-        return value
-
-    def string(self, path: str, value: Any, *, allow_empty: bool = True) -> str | None:
-        if not isinstance(value, str):
-            self.add(path, f"must be a string, not {_describe(value)}.", f'Quote the value: "{value}".')
-            return None
-        if not allow_empty and not value.strip():
-            self.add(path, "is empty.", "Give it a non-empty value.")
-            return None
-        return value
-
-    def boolean(self, path: str, value: Any) -> None:
-        if not isinstance(value, bool):
-            self.add(
-                path, f"must be true or false, not {_describe(value)}.", "Write true or false without quotes."
-            )
-
-    def choice(self, path: str, value: Any, choices: tuple[str, ...], *, what: str) -> str | None:
-        if not isinstance(value, str) or value not in choices:
-            shown = _describe(value) if not isinstance(value, str) else f'"{value}"'
-            hint = did_you_mean(value, choices) if isinstance(value, str) else ""
-            self.add(path, f"{shown} is not a valid {what}.", f"Use {one_of(choices)}{hint}.")
-            return None
-        return value
+                fix = f"Remove it; the fields allowed here are {one_of(allowed)}."
+        checker.add(field, message, fix)
 
 
-def _check_metadata(checker: _ManifestChecker, manifest: Mapping[str, Any]) -> str | None:
+def _check_metadata(checker: ProblemCollector, manifest: Mapping[str, Any]) -> str | None:
     """Check metadata; return the name when it is a valid DNS-1035 pattern (length checked later)."""
     if "metadata" not in manifest or manifest["metadata"] is None:
         checker.add(
@@ -278,7 +161,7 @@ def _check_metadata(checker: _ManifestChecker, manifest: Mapping[str, Any]) -> s
             "metadata.name", "is missing.", "Set metadata.name (the Airflow operator fills it in for you)."
         )
     elif not isinstance(name, str):
-        checker.add("metadata.name", f"must be a string, not {_describe(name)}.", "Quote the name.")
+        checker.add("metadata.name", f"must be a string, not {describe(name)}.", "Quote the name.")
     elif _DNS1035_PATTERN.fullmatch(name) is None:
         message = (
             f'"{name}" is not a DNS-1035 label: use lower-case letters, digits and "-", '
@@ -291,7 +174,7 @@ def _check_metadata(checker: _ManifestChecker, manifest: Mapping[str, Any]) -> s
     if namespace is not None and (not isinstance(namespace, str) or not is_dns1123_label(namespace)):
         checker.add(
             "metadata.namespace",
-            f"{_describe(namespace)} is not a valid namespace name.",
+            f"{describe(namespace)} is not a valid namespace name.",
             "Use a DNS-1123 label: lower-case letters, digits and '-', at most 63 characters.",
         )
     if resource_version := metadata.get("resourceVersion"):
@@ -305,7 +188,7 @@ def _check_metadata(checker: _ManifestChecker, manifest: Mapping[str, Any]) -> s
     return valid_name
 
 
-def _check_string_map(checker: _ManifestChecker, path: str, value: Any, *, labels: bool) -> None:
+def _check_string_map(checker: ProblemCollector, path: str, value: Any, *, labels: bool) -> None:
     if value is None:
         return
     entries = checker.mapping(path, value, what="keys to string values")
@@ -318,7 +201,7 @@ def _check_string_map(checker: _ManifestChecker, path: str, value: Any, *, label
                 "Use [prefix/]name: name ≤ 63 alphanumerics, '-', '_', '.'; prefix a DNS subdomain.",
             )
         if not isinstance(item, str):
-            checker.add(field, f"must be a string, not {_describe(item)}.", f'Quote the value: "{item}".')
+            checker.add(field, f"must be a string, not {describe(item)}.", f'Quote the value: "{item}".')
         elif labels and not is_label_value(item):
             checker.add(
                 field,
@@ -332,7 +215,7 @@ def _canonical_type(key: str) -> str | None:
 
 
 def _rekey_replica_specs(
-    checker: _ManifestChecker, path: str, specs: Mapping[str, Any]
+    checker: ProblemCollector, path: str, specs: Mapping[str, Any]
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """Re-case keys as the operator's defaulter does; return (re-keyed copy, canonical → key as written)."""
     rekeyed: dict[str, Any] = {}
@@ -375,15 +258,13 @@ def _effective_pod_restart_policy(restart_policy: Any) -> str:
 
 
 def _check_containers(
-    checker: _ManifestChecker, path: str, containers: Any, *, required: bool, replica: str
+    checker: ProblemCollector, path: str, containers: Any, *, required: bool, replica: str
 ) -> None:
     if containers is None and not required:
         return
     if not isinstance(containers, list) or not containers:
         what = (
-            "has no containers"
-            if containers in (None, [])
-            else f"must be a list, not {_describe(containers)}"
+            "has no containers" if containers in (None, []) else f"must be a list, not {describe(containers)}"
         )
         checker.add(
             path,
@@ -401,7 +282,7 @@ def _check_containers(
         if not isinstance(name, str) or not name:
             checker.add(
                 child(field, "name"),
-                "is missing." if name in (None, "") else f"must be a string, not {_describe(name)}.",
+                "is missing." if name in (None, "") else f"must be a string, not {describe(name)}.",
                 "Give every container a unique name.",
             )
         elif name in names:
@@ -419,7 +300,7 @@ def _check_containers(
             elif isinstance(image, str):
                 message = "is empty."
             else:
-                message = f"must be a non-empty string, not {_describe(image)}."
+                message = f"must be a non-empty string, not {describe(image)}."
             checker.add(
                 child(field, "image"), message, "Set the container image, e.g. registry/team/trainer:1.4."
             )
@@ -430,7 +311,7 @@ def _check_containers(
             if not isinstance(items, list):
                 checker.add(
                     child(field, key),
-                    f"must be a list of strings, not {_describe(items)}.",
+                    f"must be a list of strings, not {describe(items)}.",
                     f'Write it as a list, e.g. {key}: ["python", "train.py"].',
                 )
                 continue
@@ -438,7 +319,7 @@ def _check_containers(
                 if not isinstance(item, str):
                     checker.add(
                         child(child(field, key), position),
-                        f"must be a string, not {_describe(item)}.",
+                        f"must be a string, not {describe(item)}.",
                         f'Quote it: "{item}".',
                     )
         _check_env(checker, child(field, "env"), spec.get("env"))
@@ -454,13 +335,13 @@ def _check_containers(
         checker.add(path, message, f'Name the training container "{DEFAULT_CONTAINER_NAME}"{hint}.')
 
 
-def _check_env(checker: _ManifestChecker, path: str, env: Any) -> None:
+def _check_env(checker: ProblemCollector, path: str, env: Any) -> None:
     if env is None:
         return
     if not isinstance(env, list):
         checker.add(
             path,
-            f"must be a list of {{name, value}} entries, not {_describe(env)}.",
+            f"must be a list of {{name, value}} entries, not {describe(env)}.",
             'Write env as a list: - name: KEY\\n  value: "text".',
         )
         return
@@ -475,13 +356,13 @@ def _check_env(checker: _ManifestChecker, path: str, env: Any) -> None:
         if value is not None and not isinstance(value, str):
             checker.add(
                 child(field, "value"),
-                f"must be a string, not {_describe(value)}.",
+                f"must be a string, not {describe(value)}.",
                 f'Quote it: "{str(value).lower() if isinstance(value, bool) else value}".',
             )
 
 
 def _check_replica(
-    checker: _ManifestChecker, path: str, replica_type: str, replica: Any, *, decides_success: bool, role: str
+    checker: ProblemCollector, path: str, replica_type: str, replica: Any, *, decides_success: bool, role: str
 ) -> int | None:
     """Check one replica spec; return its replica count (default 1) when valid."""
     if replica is None:
@@ -494,7 +375,7 @@ def _check_replica(
     spec = checker.mapping(path, replica, what="a replica spec")
     if spec is None:
         return None
-    checker.unknown_fields(path, spec, _REPLICA_FIELDS)
+    _unknown_fields(checker, path, spec, _REPLICA_FIELDS)
     count: int | None = 1
     if spec.get("replicas") is not None:
         count = checker.integer(child(path, "replicas"), spec["replicas"], minimum=0)
@@ -528,7 +409,7 @@ def _check_replica(
     template = checker.mapping(template_path, spec["template"], what="a pod template")
     if template is None:
         return count
-    checker.unknown_fields(template_path, template, _TEMPLATE_FIELDS)
+    _unknown_fields(checker, template_path, template, _TEMPLATE_FIELDS)
     pod_path = child(template_path, "spec")
     if template.get("spec") is None:
         checker.add(
@@ -553,19 +434,19 @@ def _check_replica(
     if pod_restart is not None and pod_restart != effective:
         checker.add(
             child(pod_path, "restartPolicy"),
-            f'is {_describe(pod_restart)}, but the training operator overwrites it with "{effective}" '
+            f'is {describe(pod_restart)}, but the training operator overwrites it with "{effective}" '
             f"(from the replica's restartPolicy).",
             f"Remove it and set {child(path, 'restartPolicy')} instead.",
         )
     return count
 
 
-def _check_run_policy(checker: _ManifestChecker, run_policy: Any) -> None:
+def _check_run_policy(checker: ProblemCollector, run_policy: Any) -> None:
     path = "spec.runPolicy"
     policy = checker.mapping(path, run_policy, what="the run policy")
     if policy is None:
         return
-    checker.unknown_fields(path, policy, _RUN_POLICY_FIELDS)
+    _unknown_fields(checker, path, policy, _RUN_POLICY_FIELDS)
     if policy.get("cleanPodPolicy") is not None:
         checker.choice(
             child(path, "cleanPodPolicy"),
@@ -584,7 +465,7 @@ def _check_run_policy(checker: _ManifestChecker, run_policy: Any) -> None:
                 "Use a positive number of seconds, or remove it for no deadline.",
             )
         else:
-            checker.integer(child(path, "activeDeadlineSeconds"), deadline, minimum=1, maximum=_INT64_MAX)
+            checker.integer(child(path, "activeDeadlineSeconds"), deadline, minimum=1, maximum=INT64_MAX)
     if policy.get("backoffLimit") is not None:
         checker.integer(child(path, "backoffLimit"), policy["backoffLimit"], minimum=0)
     if policy.get("suspend") is not None:
@@ -597,11 +478,11 @@ def _check_run_policy(checker: _ManifestChecker, run_policy: Any) -> None:
         _check_scheduling_policy(checker, child(path, "schedulingPolicy"), policy["schedulingPolicy"])
 
 
-def _check_scheduling_policy(checker: _ManifestChecker, path: str, value: Any) -> None:
+def _check_scheduling_policy(checker: ProblemCollector, path: str, value: Any) -> None:
     policy = checker.mapping(path, value, what="the gang-scheduling policy")
     if policy is None:
         return
-    checker.unknown_fields(path, policy, _SCHEDULING_FIELDS)
+    _unknown_fields(checker, path, policy, _SCHEDULING_FIELDS)
     for key in ("minAvailable", "scheduleTimeoutSeconds"):
         if policy.get(key) is not None:
             checker.integer(child(path, key), policy[key], minimum=0)
@@ -616,12 +497,12 @@ def _check_scheduling_policy(checker: _ManifestChecker, path: str, value: Any) -
             if not isinstance(text, str) or _QUANTITY.fullmatch(text) is None:
                 checker.add(
                     child(child(path, "minResources"), name),
-                    f"{_describe(quantity)} is not a quantity.",
+                    f"{describe(quantity)} is not a quantity.",
                     'Use a Kubernetes quantity such as 4, "500m" or "16Gi".',
                 )
 
 
-def _check_name_length(checker: _ManifestChecker, name: str, counts: Mapping[str, int]) -> None:
+def _check_name_length(checker: ProblemCollector, name: str, counts: Mapping[str, int]) -> None:
     """Every ``<name>-<type>-<last index>`` pod and service name must be a DNS-1035 label (≤ 63)."""
     longest = ""
     for replica_type, count in (counts or {"": 1}).items():
@@ -642,7 +523,7 @@ def _check_name_length(checker: _ManifestChecker, name: str, counts: Mapping[str
     checker.add("metadata.name", message, f"Shorten the name to at most {max(allowed, 1)} characters.")
 
 
-def _check_spec(checker: _ManifestChecker, manifest: dict[str, Any]) -> dict[str, int]:
+def _check_spec(checker: ProblemCollector, manifest: dict[str, Any]) -> dict[str, int]:
     """Check spec; re-key tfReplicaSpecs in *manifest*; return replica counts by canonical type."""
     if manifest.get("spec") is None:
         checker.add(
@@ -652,7 +533,7 @@ def _check_spec(checker: _ManifestChecker, manifest: dict[str, Any]) -> dict[str
     spec = checker.mapping("spec", manifest["spec"], what="the TFJob spec")
     if spec is None:
         return {}
-    checker.unknown_fields("spec", spec, _SPEC_FIELDS)
+    _unknown_fields(checker, "spec", spec, _SPEC_FIELDS)
     counts: dict[str, int] = {}
     success_policy = spec.get("successPolicy")
     if success_policy is not None:
@@ -717,13 +598,13 @@ def validate_tfjob(manifest: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(manifest, Mapping):
         fix = "Pass the manifest as a mapping (load_tfjob reads YAML, JSON and files)."
         raise ManifestError(
-            [Problem("document", f"The manifest is {_describe(manifest)}, not a mapping.", fix)]
+            [Problem("document", f"The manifest is {describe(manifest)}, not a mapping.", fix)]
         )
-    checker = _ManifestChecker()
+    checker = ProblemCollector()
     normalised: dict[str, Any] = copy.deepcopy(dict(manifest))
     checker.json_values("", normalised)
     checker.problems.extend(type_meta_problems(normalised))
-    checker.unknown_fields("", normalised, _TOP_FIELDS)
+    _unknown_fields(checker, "", normalised, _TOP_FIELDS)
     name = _check_metadata(checker, normalised)
     counts = _check_spec(checker, normalised)
     if name is not None:
@@ -756,7 +637,7 @@ def resolve_namespace(manifest: Mapping[str, Any], *, requested: str | None, fal
             [
                 Problem(
                     "metadata.namespace",
-                    f"{_describe(chosen)} is not a valid namespace name.",
+                    f"{describe(chosen)} is not a valid namespace name.",
                     "Use a DNS-1123 label: lower-case letters, digits and '-', at most 63.",
                 )
             ]

@@ -1,0 +1,137 @@
+"""The building blocks of manifest validation: check one value, record a problem, keep going.
+
+Why this module exists: reporting *every* problem at once means no check may stop the walk, so
+each check here records a :class:`Problem` and hands back either the usable value or None, and
+the TFJob rules in :mod:`manifest_validation` read as a list of rules rather than as error
+plumbing.  Messages describe wrong values the way a YAML author sees them (``the string "2"``,
+``true (a boolean)``), because that is what they need to fix them.  Standard library only.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+from collections.abc import Mapping
+from typing import Any, Final
+
+from tfjob_provider.manifest_problems import Problem, child, did_you_mean, one_of
+
+INT32_MAX: Final = 2**31 - 1
+INT64_MAX: Final = 2**63 - 1
+
+
+def describe(value: Any) -> str:
+    """How a wrong value reads in a message: ``the string "2"``, ``true (a boolean)``, ``a list``."""
+    if isinstance(value, bool):
+        return f"{str(value).lower()} (a boolean)"
+    if isinstance(value, str):
+        return f'the string "{value}"'
+    if isinstance(value, int | float):
+        return f"{value} (a number)"
+    if value is None:
+        return "null"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, list | tuple):
+        return "a list"
+    return f"a {type(value).__name__}"
+
+
+class ProblemCollector:
+    """The problems of one validation pass; each check records what is wrong and returns the usable value."""
+
+    def __init__(self) -> None:
+        self.problems: list[Problem] = []
+        self._opaque: list[str] = []  # paths already reported as non-JSON values; nothing below them again
+
+    # -- reporting -------------------------------------------------------------------------------
+
+    def add(self, field: str, message: str, fix: str) -> None:
+        if any(field == path or field.startswith((f"{path}.", f"{path}[")) for path in self._opaque):
+            return
+        self.problems.append(Problem(field, message, fix))
+
+    # -- generic value checks --------------------------------------------------------------------
+
+    def json_values(self, path: str, value: Any) -> None:
+        """Values a JSON request body cannot carry (YAML dates, NaN, non-string keys) anywhere in the tree."""
+        if isinstance(value, Mapping):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    self.add(
+                        path or "document",
+                        f"has the key {describe(key)}; keys must be strings.",
+                        f'Quote the key ("{key}").',
+                    )
+                    self._opaque.append(child(path, key))
+                    continue
+                self.json_values(child(path, key), item)
+        elif isinstance(value, list | tuple):
+            for index, item in enumerate(value):
+                self.json_values(child(path, index), item)
+        elif isinstance(value, float) and not math.isfinite(value):
+            self.add(
+                path, f"is {value}, which JSON cannot carry.", "Use a finite number, or quote it as a string."
+            )
+            self._opaque.append(path)
+        elif isinstance(value, datetime.date | datetime.datetime):
+            message = f"is a {type(value).__name__} (YAML reads an unquoted {value} that way), not a string."
+            self.add(path, message, f'Quote it: "{value}".')
+            self._opaque.append(path)
+        elif not isinstance(value, str | int | float | bool) and value is not None:
+            self.add(
+                path,
+                f"is {describe(value)}, which a Kubernetes manifest cannot carry.",
+                "Use strings, numbers, booleans, lists and mappings only.",
+            )
+            self._opaque.append(path)
+
+    def mapping(self, path: str, value: Any, *, what: str) -> Mapping[str, Any] | None:
+        if isinstance(value, Mapping):
+            return value
+        self.add(
+            path,
+            f"must be a mapping ({what}), not {describe(value)}.",
+            f"Write {path} as a mapping of fields.",
+        )
+        return None
+
+    def integer(self, path: str, value: Any, *, minimum: int, maximum: int = INT32_MAX) -> int | None:
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+                fix = f"Write {value.strip()} without quotes."
+            else:
+                fix = f"Use a whole number of at least {minimum}."
+            self.add(path, f"must be an integer, not {describe(value)}.", fix)
+            return None
+        if not minimum <= value <= maximum:
+            self.add(
+                path,
+                f"is {value}; it must be between {minimum} and {maximum}.",
+                f"Use a whole number from {minimum} to {maximum}.",
+            )
+            return None
+        return value
+
+    def string(self, path: str, value: Any, *, allow_empty: bool = True) -> str | None:
+        if not isinstance(value, str):
+            self.add(path, f"must be a string, not {describe(value)}.", f'Quote the value: "{value}".')
+            return None
+        if not allow_empty and not value.strip():
+            self.add(path, "is empty.", "Give it a non-empty value.")
+            return None
+        return value
+
+    def boolean(self, path: str, value: Any) -> None:
+        if not isinstance(value, bool):
+            self.add(
+                path, f"must be true or false, not {describe(value)}.", "Write true or false without quotes."
+            )
+
+    def choice(self, path: str, value: Any, choices: tuple[str, ...], *, what: str) -> str | None:
+        if not isinstance(value, str) or value not in choices:
+            shown = describe(value) if not isinstance(value, str) else f'"{value}"'
+            hint = did_you_mean(value, choices) if isinstance(value, str) else ""
+            self.add(path, f"{shown} is not a valid {what}.", f"Use {one_of(choices)}{hint}.")
+            return None
+        return value
