@@ -342,7 +342,7 @@ def _check_env(checker: ProblemCollector, path: str, env: Any) -> None:
         checker.add(
             path,
             f"must be a list of {{name, value}} entries, not {describe(env)}.",
-            'Write env as a list: - name: KEY\\n  value: "text".',
+            'Write env as a list of entries such as {name: EPOCHS, value: "10"}.',
         )
         return
     for index, variable in enumerate(env):
