@@ -1161,8 +1161,9 @@ class Store:
                 self._index_owners(storage_key(rt), meta.get("namespace", ""), meta["name"], obj, None)
                 self._notifications.append(("ADDED", table.rt, obj, None))
             table.history.expire(up_to=self._rv)
-        # Listeners (CRD registry, persistence) learn the restored objects like an informer's initial list.
-        self._drain_notifications()
+            # Listeners learn restored objects like an informer's initial list; restored CRDs
+            # register their types here, before the custom resources that need them are resolved.
+            self._drain_notifications()
 
     def tables(self) -> Types:
         return [table.rt for table in self._tables.values()]
