@@ -1,0 +1,174 @@
+"""Sandbox cluster figures: a TFJob burst to completion, watch fan-out latency, memory per stored job.
+
+Run ``python benchmarks/bench_sandbox.py`` (``--jobs``/``--watchers``/``--stored`` to scale).  It
+drives the real store, training-operator emulation and process kubelet on one event loop, the
+same wiring the ``Sandbox`` class serves over HTTP, so the numbers are what the emulation itself
+costs; the HTTP layer adds its own serialisation on top.  Targets (issue 3, two cores):
+
+* 200 concurrent TFJobs x 4 pods of ``sleep 1`` all finished in < 30 s;
+* watch delivery p99 < 50 ms with 100 watchers;
+* RSS < 300 MB with 1,000 stored TFJobs.
+
+Wall-clock figures taken while other work shares the machine are noisy; the script says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from tfjob_provider.sandbox.controller import TrainingOperator
+from tfjob_provider.sandbox.kubelet import Kubelet
+from tfjob_provider.sandbox.resources import PODS, TFJOBS
+from tfjob_provider.sandbox.store import Store
+from tfjob_provider.sandbox.webhook import register_tfjob_admission
+
+
+def tfjob(name: str, command: list[str]) -> dict[str, Any]:
+    def replica(count: int) -> dict[str, Any]:
+        return {
+            "replicas": count,
+            "template": {
+                "spec": {"containers": [{"name": "tensorflow", "image": "tf:2.15", "command": command}]}
+            },
+        }
+
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "TFJob",
+        "metadata": {"name": name},
+        "spec": {"tfReplicaSpecs": {"Chief": replica(1), "Worker": replica(3)}},
+    }
+
+
+def finished(job: dict[str, Any] | None) -> bool:
+    conditions = ((job or {}).get("status") or {}).get("conditions") or []
+    return any(c["type"] in ("Succeeded", "Failed") and c["status"] == "True" for c in conditions)
+
+
+async def burst(jobs: int, workdir: Path) -> dict[str, float]:
+    """Create ``jobs`` TFJobs at once (1 chief + 3 workers each, ``sleep 1``); time until all finish."""
+    store = Store()
+    register_tfjob_admission(store)
+    kubelet = Kubelet(store, workdir=workdir)
+    operator = TrainingOperator(store)
+    kubelet.start()
+    operator.start()
+    started = time.perf_counter()
+    for index in range(jobs):
+        store.create(TFJOBS, tfjob(f"bench-{index}", ["sleep", "1"]))
+    created = time.perf_counter() - started
+    peak = 0
+    while True:
+        peak = max(peak, kubelet.running_processes)
+        done = sum(1 for i in range(jobs) if finished(store.peek(TFJOBS, f"bench-{i}")))
+        if done == jobs:
+            break
+        await asyncio.sleep(0.05)
+    elapsed = time.perf_counter() - started
+    failed = sum(
+        1
+        for i in range(jobs)
+        if any(
+            c["type"] == "Failed"
+            for c in (store.peek(TFJOBS, f"bench-{i}") or {}).get("status", {}).get("conditions", [])
+        )
+    )
+    pods = store.count(PODS)
+    await operator.stop()
+    await kubelet.stop()
+    return {
+        "seconds": elapsed,
+        "create_seconds": created,
+        "peak_processes": peak,
+        "pods": pods,
+        "failed_jobs": failed,
+        "reconciles": operator.reconciles,
+    }
+
+
+async def watch_latency(watchers: int, writes: int) -> dict[str, float]:
+    """``watchers`` store watches on pods; per write, the delay until each watcher receives it."""
+    store = Store()
+    sent: dict[str, float] = {}
+    delays: list[float] = []
+    all_delivered = asyncio.Event()
+
+    async def consume(subscription: Any) -> None:
+        async for event_type, obj in subscription:
+            if event_type == "ADDED":
+                delays.append(time.perf_counter() - sent[obj["metadata"]["name"]])
+                if len(delays) == watchers * writes:
+                    all_delivered.set()
+
+    subscriptions = [store.watch(PODS, namespace="default") for _ in range(watchers)]
+    tasks = [asyncio.create_task(consume(s)) for s in subscriptions]
+    await asyncio.sleep(0)
+    for index in range(writes):
+        name = f"w-{index}"
+        sent[name] = time.perf_counter()
+        store.create(
+            PODS, {"metadata": {"name": name}, "spec": {"containers": [{"name": "c", "image": "busybox:1"}]}}
+        )
+        await asyncio.sleep(0.005)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(all_delivered.wait(), 10)
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    quantiles = statistics.quantiles(delays, n=100)
+    return {"p50_ms": quantiles[49] * 1000, "p99_ms": quantiles[98] * 1000, "deliveries": len(delays)}
+
+
+def rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def stored_jobs(count: int) -> dict[str, float]:
+    """RSS of this process before and after storing ``count`` TFJobs (operator not running)."""
+    store = Store()
+    register_tfjob_admission(store)
+    before = rss_mb()
+    for index in range(count):
+        store.create(TFJOBS, tfjob(f"stored-{index}", ["python", "train.py", "--epochs", "10"]))
+    return {"rss_mb": rss_mb(), "rss_before_mb": before, "jobs": store.count(TFJOBS)}
+
+
+async def main(args: argparse.Namespace) -> None:
+    print("note: wall-clock figures are noisy when other work shares the machine's cores")
+    with tempfile.TemporaryDirectory(prefix="bench-sandbox-") as workdir:
+        result = await burst(args.jobs, Path(workdir))
+    print(
+        f"burst: {args.jobs} TFJobs x 4 pods (sleep 1) all finished in {result['seconds']:.1f} s "
+        f"(target < 30 s); creates took {result['create_seconds']:.2f} s; "
+        f"peak {result['peak_processes']:.0f} concurrent processes; {result['failed_jobs']:.0f} failed; "
+        f"{result['reconciles']:.0f} reconciles"
+    )
+    latency = await watch_latency(args.watchers, args.writes)
+    print(
+        f"watch: {args.watchers} watchers x {args.writes} writes, delivery p50 {latency['p50_ms']:.2f} ms, "
+        f"p99 {latency['p99_ms']:.2f} ms (target p99 < 50 ms; in-process store watches, no HTTP)"
+    )
+    memory = stored_jobs(args.stored)
+    print(
+        f"memory: {memory['jobs']:.0f} stored TFJobs, RSS {memory['rss_mb']:.0f} MB "
+        f"(was {memory['rss_before_mb']:.0f} MB before storing them; target < 300 MB)"
+    )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=200)
+    parser.add_argument("--watchers", type=int, default=100)
+    parser.add_argument("--writes", type=int, default=200)
+    parser.add_argument("--stored", type=int, default=1000)
+    asyncio.run(main(parser.parse_args()))
