@@ -96,7 +96,7 @@ class _Container:
 
     @property
     def exited_ok(self) -> bool:
-        terminated = self.state.get("terminated")
+        terminated = self.state.get("terminated") or {}
         return bool(terminated) and int(terminated.get("exitCode", 1)) == 0
 
     def cancel_timer(self) -> None:
