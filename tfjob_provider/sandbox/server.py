@@ -88,7 +88,7 @@ class ApiServer:
         sock = socket.socket(family, kind, proto)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(address)
-        site = web.SockSite(runner, sock, ssl_context=ssl_context, shutdown_timeout=1.0)
+        site = web.SockSite(runner, sock, ssl_context=ssl_context)
         await site.start()
         self._runner = runner
         self.port = int(sock.getsockname()[1])

@@ -348,9 +348,9 @@ class Store:
         ns = self._create_namespace(rt, meta, namespace)
         if meta.get("resourceVersion"):
             raise ApiError(500, "InternalError", "resourceVersion should not be set on objects to be created")
-        name = self._create_name(rt, meta, ns)
+        name, name_causes = self._create_name(rt, meta, ns)
         table = self._table(rt)
-        if table.get(ns, name) is not None:
+        if name and table.get(ns, name) is not None:
             raise ApiError(
                 409,
                 "AlreadyExists",
@@ -361,7 +361,9 @@ class Store:
             new.pop("status", None)
         new = self._validate_schema(rt, new, field_validation=field_validation, warnings=warnings)
         builtin_types.apply_create_defaults(rt, new, allocate_ip=self._allocate_cluster_ip)
-        causes = builtin_types.validate_builtin(rt, new) + self._run_admission(rt, "CREATE", new, None)
+        causes = name_causes + builtin_types.validate_builtin(rt, new)
+        if not causes:  # admission webhooks only see objects that passed the API server's own validation
+            causes = self._run_admission(rt, "CREATE", new, None)
         if causes:
             raise invalid(kind=rt.kind, group=rt.group, name=name, causes=causes)
         meta = new["metadata"]
@@ -418,7 +420,8 @@ class Store:
             )
         return str(ns)
 
-    def _create_name(self, rt: ResourceType, meta: dict[str, Any], namespace: str) -> str:
+    def _create_name(self, rt: ResourceType, meta: dict[str, Any], namespace: str) -> tuple[str, Objects]:
+        """The name to create under (generateName resolved) and the name's validation causes."""
         name = meta.get("name")
         generate = meta.get("generateName")
         if not name and generate:
@@ -431,18 +434,10 @@ class Store:
             else:
                 raise ApiError(409, "AlreadyExists", f'{rt.qualified_plural} "{base}" already exists')
         if not name:
-            raise invalid(
-                kind=rt.kind,
-                group=rt.group,
-                name="",
-                causes=[builtin_types.required("metadata.name", "name or generateName is required")],
-            )
+            return "", [builtin_types.required("metadata.name", "name or generateName is required")]
         if not isinstance(name, str):
             raise ApiError(400, "BadRequest", "metadata.name must be a string")
-        causes = builtin_types.validate_name(rt, name)
-        if causes:
-            raise invalid(kind=rt.kind, group=rt.group, name=name, causes=causes)
-        return name
+        return name, list(builtin_types.validate_name(rt, name))
 
     def _validate_schema(
         self,
