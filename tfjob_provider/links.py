@@ -1,0 +1,84 @@
+"""``TFJobLink``: a button on the task that opens the TFJob in whatever dashboard a team uses.
+
+Why configurable: there is no single UI for TFJobs — the Kubeflow central dashboard, the
+Kubernetes dashboard, Lens, a Grafana board keyed by job name — so the link is a URL template
+with ``{namespace}``, ``{name}`` and ``{uid}`` placeholders, taken from the operator's
+``dashboard_url_template`` or the Airflow option ``[tfjob_provider] dashboard_url_template``.
+Without a template the link is empty, which Airflow shows as no link at all.
+
+The values come from the XComs the operator pushes as soon as its TFJob exists (``tfjob_name``,
+``tfjob_namespace``, ``tfjob_uid``); the operator also pushes the finished URL at that moment, so
+the button works while the task is still running or deferred, not only after it ended.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import quote
+
+from airflow.sdk import BaseOperatorLink, conf
+
+if TYPE_CHECKING:
+    from airflow.sdk import BaseOperator
+    from airflow.sdk.types import TaskInstanceKey
+
+CONFIG_SECTION: Final = "tfjob_provider"
+CONFIG_OPTION: Final = "dashboard_url_template"
+XCOM_NAME: Final = "tfjob_name"
+XCOM_NAMESPACE: Final = "tfjob_namespace"
+XCOM_UID: Final = "tfjob_uid"
+
+
+def dashboard_url_template(operator: Any = None) -> str:
+    """The operator's template if it has one, else the Airflow option, else ``""``."""
+    own = getattr(operator, "dashboard_url_template", None)
+    if own:
+        return str(own)
+    return str(conf.get(CONFIG_SECTION, CONFIG_OPTION, fallback="") or "")
+
+
+def render_dashboard_url(template: str, *, name: str | None, namespace: str | None, uid: str | None) -> str:
+    """Fill the placeholders (URL-quoted); ``""`` when there is no template, no job, or the
+    template names another placeholder."""
+    if not template or not name:
+        return ""
+    try:
+        return template.format(
+            name=quote(name, safe=""),
+            namespace=quote(namespace or "", safe=""),
+            uid=quote(uid or "", safe=""),
+        )
+    except (KeyError, IndexError, ValueError):
+        return ""
+
+
+class TFJobLink(BaseOperatorLink):
+    """The "TFJob" extra link of :class:`~tfjob_provider.operators.tfjob.TFJobOperator` and
+    :class:`~tfjob_provider.sensors.tfjob.TFJobSensor`."""
+
+    name = "TFJob"
+
+    def get_link(self, operator: BaseOperator, *, ti_key: TaskInstanceKey) -> str:
+        template = dashboard_url_template(operator)
+        if not template:
+            return ""
+        from airflow.sdk.execution_time.xcom import XCom
+
+        return render_dashboard_url(
+            template,
+            name=XCom.get_value(ti_key=ti_key, key=XCOM_NAME),
+            namespace=XCom.get_value(ti_key=ti_key, key=XCOM_NAMESPACE),
+            uid=XCom.get_value(ti_key=ti_key, key=XCOM_UID),
+        )
+
+
+__all__ = [
+    "CONFIG_OPTION",
+    "CONFIG_SECTION",
+    "XCOM_NAME",
+    "XCOM_NAMESPACE",
+    "XCOM_UID",
+    "TFJobLink",
+    "dashboard_url_template",
+    "render_dashboard_url",
+]

@@ -1,0 +1,120 @@
+"""Stream the deciding replica's log into the Airflow task log while the operator waits in its worker.
+
+Why: the one log a user wants to see live is the chief's (or worker-0's when the job has no
+chief): it prints the training progress, and it decides success.  Following it — one streamed
+request, line by line, never buffering the whole log — costs nothing while the job runs, but the
+pod it comes from changes under us: the kubelet restarts the container in place (``OnFailure``),
+the training operator deletes and recreates the pod under the same name (``ExitCode``), a
+stream breaks on an API hiccup.  Each container *instance* (pod UID + restart count) is therefore
+followed once from its start; a stream that broke while its container still runs is resumed with
+``sinceSeconds`` (a line may then repeat — better than a gap).  Each line is prefixed with its
+replica (``[chief-0]``) and cut to a bounded length.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+from tfjob_provider.constants import DEFAULT_CONTAINER_NAME
+from tfjob_provider.reporting import log_pod_for, pod_name, replica_of
+
+if TYPE_CHECKING:
+    from tfjob_provider.kube.sync_client import SyncTFJobClient
+
+#: Characters kept of one streamed log line (a progress bar without newlines must not flood the log).
+MAX_STREAMED_LINE_CHARS: Final = 4000
+#: Times one container instance's broken stream is resumed before giving up on it.
+MAX_RESUMES: Final = 5
+
+InstanceKey = tuple[str, int]
+
+
+def _container_state(pod: Mapping[str, Any]) -> tuple[int, str | None]:
+    """(restart count, "running" | "terminated" | "waiting" | None) of the ``tensorflow`` container."""
+    status = pod.get("status") if isinstance(pod.get("status"), Mapping) else {}
+    assert isinstance(status, Mapping)
+    for container in status.get("containerStatuses") or []:
+        if isinstance(container, Mapping) and container.get("name") == DEFAULT_CONTAINER_NAME:
+            state = container.get("state") if isinstance(container.get("state"), Mapping) else {}
+            assert isinstance(state, Mapping)
+            current = next((key for key in ("running", "terminated", "waiting") if state.get(key)), None)
+            restarts = container.get("restartCount")
+            return (restarts if isinstance(restarts, int) else 0), current
+    return 0, None
+
+
+def _prefix(pod: Mapping[str, Any]) -> str:
+    replica_type, index = replica_of(pod)
+    return f"[{replica_type.lower()}-{index if index is not None else '?'}]"
+
+
+class LogStreamer:
+    """Follows the deciding replica's log in a daemon thread; feed it every new list of pods.
+
+    :param emit: receives each prefixed line (the operator passes its logger).
+    """
+
+    def __init__(self, client: SyncTFJobClient, *, namespace: str, emit: Callable[[str], None]) -> None:
+        self._client = client
+        self._namespace = namespace
+        self._emit = emit
+        self._thread: threading.Thread | None = None
+        self._following: InstanceKey | None = None
+        self._resumes: dict[InstanceKey, int] = {}
+        self._last_line_at = 0.0
+        self._finished: set[InstanceKey] = set()
+
+    def update(self, pods: Sequence[Mapping[str, Any]]) -> None:
+        """Start following the deciding pod's current container if it is not followed yet."""
+        pod = log_pod_for(pods)
+        if pod is None:
+            return
+        metadata = pod.get("metadata") if isinstance(pod.get("metadata"), Mapping) else {}
+        assert isinstance(metadata, Mapping)
+        restarts, state = _container_state(pod)
+        if state not in ("running", "terminated"):
+            return  # no log yet
+        key: InstanceKey = (str(metadata.get("uid") or pod_name(pod)), restarts)
+        if self._thread is not None and self._thread.is_alive():
+            return  # the current stream ends by itself when its container ends
+        if key in self._finished:
+            return
+        since: int | None = None
+        if key == self._following:  # the stream broke; the container is still there
+            if state != "running" or self._resumes.get(key, 0) >= MAX_RESUMES:
+                self._finished.add(key)
+                return
+            self._resumes[key] = self._resumes.get(key, 0) + 1
+            since = max(1, math.ceil(time.monotonic() - self._last_line_at) + 1)
+        self._start(pod, key, since)
+
+    def _start(self, pod: Mapping[str, Any], key: InstanceKey, since: int | None) -> None:
+        self._following = key
+        name, prefix = pod_name(pod), _prefix(pod)
+        self._thread = threading.Thread(
+            target=self._follow, args=(name, prefix, since), name=f"tfjob-log-{name}", daemon=True
+        )
+        self._thread.start()
+
+    def _follow(self, name: str, prefix: str, since: int | None) -> None:
+        try:
+            for line in self._client.follow_log(name, namespace=self._namespace, since_seconds=since):
+                self._last_line_at = time.monotonic()
+                if len(line) > MAX_STREAMED_LINE_CHARS:
+                    line = f"{line[:MAX_STREAMED_LINE_CHARS]}… (cut)"
+                self._emit(f"{prefix} {line}")
+        except Exception as error:  # a broken log stream must never fail the task
+            self._emit(f"{prefix} (log stream interrupted: {type(error).__name__}: {error})")
+
+    def drain(self, timeout: float) -> None:
+        """Give the current stream up to ``timeout`` seconds to deliver its last lines."""
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+
+
+__all__ = ["MAX_STREAMED_LINE_CHARS", "LogStreamer"]

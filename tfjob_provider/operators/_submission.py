@@ -1,0 +1,264 @@
+"""Submit a task instance's TFJob exactly once: adopt it, accept its result, or replace it.
+
+Why: an Airflow task instance can start ``execute`` several times for one logical piece of work —
+its worker died mid-wait, the scheduler re-queued it, a retry began.  The cncf-kubernetes
+operators' users report duplicates (two trainings on the same GPUs) and lost results from exactly
+this.  Every try of a task instance therefore uses the *same* deterministic TFJob name
+(:func:`tfjob_provider.naming.job_name_for`), and what is found under that name decides:
+
+==============================================  =============================================
+found under the name                            action
+==============================================  =============================================
+nothing                                         create it
+a TFJob of another task instance, or foreign    fail, touching nothing (AirflowFailException)
+ours, being deleted                             wait until it is gone, then create
+ours, ``reattach=False``                        delete it, wait until gone, create
+ours, running / pending / restarting            adopt it (same UID), wait on it
+ours, Succeeded                                 finish as success, nothing resubmitted
+ours, Failed, submitted by *this* try           report that failure (no resubmission)
+ours, Failed, submitted by an earlier try       delete it, wait until gone, create afresh
+==============================================  =============================================
+
+"Ours" is decided by the exact identity annotations (:func:`tfjob_provider.naming.matches_identity`),
+never by the lossy labels.  A create that loses a race (AlreadyExists) re-reads and decides again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from airflow.sdk.exceptions import AirflowException, AirflowFailException
+
+from tfjob_provider.constants import (
+    ANNOTATION_DAG_ID,
+    ANNOTATION_RUN_ID,
+    ANNOTATION_TASK_ID,
+    ANNOTATION_TRY_NUMBER,
+)
+from tfjob_provider.kube.errors import AlreadyExistsError, NotFoundError
+from tfjob_provider.naming import matches_identity
+from tfjob_provider.policy import Rules, VerdictState, decide
+from tfjob_provider.wait_outcome import uid_of
+
+if TYPE_CHECKING:
+    from logging import Logger
+
+    from tfjob_provider.kube.sync_client import SyncTFJobClient
+
+#: Seconds to wait for a deleted TFJob (and, with Foreground deletion, its pods) to disappear.
+DELETE_WAIT_SECONDS = 300.0
+
+
+@dataclass(frozen=True)
+class TaskIdentity:
+    """The task instance a TFJob belongs to (the try number is recorded but not part of identity)."""
+
+    dag_id: str
+    task_id: str
+    run_id: str
+    map_index: int
+    try_number: int
+
+
+@dataclass(frozen=True)
+class Submission:
+    """The TFJob this try waits on and how it came to be: ``created`` now, ``adopted`` while
+    unfinished, or ``finished`` (already terminal — its outcome is this try's outcome)."""
+
+    tfjob: Mapping[str, Any]
+    action: Literal["created", "adopted", "finished"]
+
+    @property
+    def uid(self) -> str | None:
+        return uid_of(self.tfjob)
+
+
+def _annotations(tfjob: Mapping[str, Any]) -> Mapping[str, Any]:
+    metadata = tfjob.get("metadata") if isinstance(tfjob.get("metadata"), Mapping) else {}
+    assert isinstance(metadata, Mapping)
+    annotations = metadata.get("annotations")
+    return annotations if isinstance(annotations, Mapping) else {}
+
+
+def clash_message(existing: Mapping[str, Any], *, name: str, namespace: str) -> str:
+    annotations = _annotations(existing)
+    if ANNOTATION_DAG_ID in annotations:
+        owner = (
+            f"it belongs to dag {annotations.get(ANNOTATION_DAG_ID)!r}, task "
+            f"{annotations.get(ANNOTATION_TASK_ID)!r}, run {annotations.get(ANNOTATION_RUN_ID)!r}"
+        )
+    else:
+        owner = "it was not submitted by tfjob-provider"
+    return (
+        f"A TFJob named {name!r} already exists in namespace {namespace!r}, but {owner}; "
+        "it is left untouched. Fix: delete it yourself if it is stale, or give this task another "
+        "job_name (leaving job_name unset gives every task instance its own name)."
+    )
+
+
+def delete_and_wait(
+    client: SyncTFJobClient,
+    *,
+    name: str,
+    namespace: str,
+    uid: str | None,
+    log: Logger,
+    timeout: float = DELETE_WAIT_SECONDS,
+) -> None:
+    """Delete the TFJob (Foreground: pods first) and wait until no object with ``uid`` remains."""
+    client.delete_tfjob(name, namespace=namespace)
+    deadline = time.monotonic() + timeout
+    pause = 0.2
+    while True:
+        try:
+            current = client.get_tfjob(name, namespace=namespace)
+        except NotFoundError:
+            return
+        if uid is not None and uid_of(current) != uid:
+            return
+        if time.monotonic() >= deadline:
+            raise AirflowException(
+                f"TFJob {namespace}/{name} was deleted but still exists after {timeout:g} s "
+                "(a finalizer or its pods may be stuck); it must be gone before a new one is submitted"
+            )
+        time.sleep(pause)
+        pause = min(pause * 2, 2.0)
+
+
+def _try_number(tfjob: Mapping[str, Any]) -> int | None:
+    try:
+        return int(str(_annotations(tfjob).get(ANNOTATION_TRY_NUMBER)))
+    except ValueError:
+        return None
+
+
+def _is_being_deleted(tfjob: Mapping[str, Any]) -> bool:
+    metadata = tfjob.get("metadata")
+    return isinstance(metadata, Mapping) and bool(metadata.get("deletionTimestamp"))
+
+
+def _decide_on_existing(
+    client: SyncTFJobClient,
+    existing: Mapping[str, Any],
+    *,
+    name: str,
+    namespace: str,
+    identity: TaskIdentity,
+    rules: Rules,
+    reattach: bool,
+    log: Logger,
+) -> Submission | None:
+    """What to do with a TFJob found under our name; None once it has been removed."""
+    if not matches_identity(
+        existing,
+        dag_id=identity.dag_id,
+        task_id=identity.task_id,
+        run_id=identity.run_id,
+        map_index=identity.map_index,
+    ):
+        raise AirflowFailException(clash_message(existing, name=name, namespace=namespace))
+    uid = uid_of(existing)
+    if _is_being_deleted(existing):
+        log.info("TFJob %s/%s (uid %s) is being deleted; waiting until it is gone", namespace, name, uid)
+        delete_and_wait(client, name=name, namespace=namespace, uid=uid, log=log)
+        return None
+    if not reattach:
+        log.info(
+            "reattach=False: deleting this task instance's existing TFJob %s/%s (uid %s)",
+            namespace,
+            name,
+            uid,
+        )
+        delete_and_wait(client, name=name, namespace=namespace, uid=uid, log=log)
+        return None
+    pods = client.list_job_pods(name, namespace=namespace)
+    verdict = decide(existing, pods, rules=rules)
+    submitted_by = _try_number(existing)
+    if verdict.state is VerdictState.SUCCEEDED:
+        log.info(
+            "TFJob %s/%s (uid %s) already succeeded (try %s); not resubmitting",
+            namespace,
+            name,
+            uid,
+            submitted_by,
+        )
+        return Submission(existing, "finished")
+    if verdict.state is VerdictState.FAILED:
+        if submitted_by == identity.try_number:
+            log.info("TFJob %s/%s (uid %s) of this try already failed", namespace, name, uid)
+            return Submission(existing, "finished")
+        log.info(
+            "TFJob %s/%s (uid %s) failed in try %s; deleting it to submit a fresh one for try %s",
+            namespace,
+            name,
+            uid,
+            submitted_by,
+            identity.try_number,
+        )
+        delete_and_wait(client, name=name, namespace=namespace, uid=uid, log=log)
+        return None
+    log.info(
+        "Adopting TFJob %s/%s (uid %s, submitted by try %s, now %s)",
+        namespace,
+        name,
+        uid,
+        submitted_by,
+        verdict.state.value,
+    )
+    return Submission(existing, "adopted")
+
+
+def submit_or_adopt(
+    client: SyncTFJobClient,
+    manifest: Mapping[str, Any],
+    *,
+    identity: TaskIdentity,
+    rules: Rules,
+    reattach: bool,
+    log: Logger,
+) -> Submission:
+    """Find, adopt, replace or create this task instance's TFJob (see the module table)."""
+    metadata = manifest["metadata"]
+    name, namespace = str(metadata["name"]), str(metadata["namespace"])
+    for _attempt in range(3):
+        try:
+            existing: Mapping[str, Any] | None = client.get_tfjob(name, namespace=namespace)
+        except NotFoundError:
+            existing = None
+        if existing is not None:
+            decided = _decide_on_existing(
+                client,
+                existing,
+                name=name,
+                namespace=namespace,
+                identity=identity,
+                rules=rules,
+                reattach=reattach,
+                log=log,
+            )
+            if decided is not None:
+                return decided
+        try:
+            created = client.create_tfjob(manifest, namespace=namespace)
+        except AlreadyExistsError:
+            log.info("TFJob %s/%s appeared while submitting; looking at it again", namespace, name)
+            continue
+        log.info("Created TFJob %s/%s (uid %s)", namespace, name, uid_of(created))
+        return Submission(created, "created")
+    raise AirflowException(
+        f"TFJob {namespace}/{name} kept reappearing while this task tried to submit it; "
+        "is another process creating TFJobs under the same name?"
+    )
+
+
+__all__ = [
+    "DELETE_WAIT_SECONDS",
+    "Submission",
+    "TaskIdentity",
+    "clash_message",
+    "delete_and_wait",
+    "submit_or_adopt",
+]

@@ -1,0 +1,139 @@
+"""Waiting for a TFJob inside an Airflow worker (the operator's non-deferrable mode).
+
+Why a thread: the synchronous client's ``watch_job`` is a blocking iterator that only yields when
+something changes, but the wait must also end on time alone — the ``timeout`` deadline, the
+startup window, pending timeouts, ``activeDeadlineSeconds`` — and must leave the main thread free
+for the signals Airflow sends it (SIGTERM → ``on_kill``, SIGALRM → ``execution_timeout``).  So a
+daemon thread drains the watch into a one-slot mailbox (only the newest snapshot matters) and the
+main thread waits on that mailbox with a timeout, judging with the same
+:class:`~tfjob_provider.wait_outcome.WaitTarget` the trigger uses.
+
+The watch generator is created, iterated and closed inside its thread (generators may not be
+closed from another thread); :meth:`SnapshotFeed.stop` asks it to finish at its next item.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+from tfjob_provider.kube.errors import KubeApiError, NotFoundError
+from tfjob_provider.wait_outcome import WaitOutcome, WaitTarget, utc_now
+
+if TYPE_CHECKING:
+    from tfjob_provider.kube.sync_client import SyncTFJobClient
+    from tfjob_provider.kube.tracking import JobSnapshot
+
+
+class SnapshotFeed:
+    """A daemon thread iterating ``open_watch()`` and keeping the newest snapshot.
+
+    :param open_watch: returns the blocking iterator of snapshots; called inside the thread.
+    """
+
+    def __init__(self, open_watch: Callable[[], Iterator[JobSnapshot]], *, name: str) -> None:
+        self._open_watch = open_watch
+        self._lock = threading.Lock()
+        self._changed = threading.Event()
+        self._stopping = threading.Event()
+        self._latest: JobSnapshot | None = None
+        self.error: BaseException | None = None
+        self.ended = False
+        self._thread = threading.Thread(target=self._run, name=f"tfjob-watch-{name}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        iterator: Iterator[JobSnapshot] | None = None
+        try:
+            iterator = self._open_watch()
+            for snapshot in iterator:
+                with self._lock:
+                    self._latest = snapshot
+                self._changed.set()
+                if self._stopping.is_set():
+                    break
+        except BaseException as error:  # handed to the main thread, which decides
+            self.error = error
+        finally:
+            close = getattr(iterator, "close", None)
+            if close is not None:
+                close()
+            self.ended = True
+            self._changed.set()
+
+    def take(self) -> JobSnapshot | None:
+        """The newest snapshot (None before the first); clears the "changed" signal."""
+        self._changed.clear()
+        with self._lock:
+            return self._latest
+
+    def wait(self, seconds: float) -> None:
+        """Block until a new snapshot arrives, the feed ends, or ``seconds`` pass."""
+        self._changed.wait(seconds)
+
+    def stop(self) -> None:
+        self._stopping.set()
+
+
+def read_job(
+    client: SyncTFJobClient, *, name: str, namespace: str
+) -> tuple[dict[str, object] | None, list[dict[str, object]]]:
+    """The TFJob (None if absent) and its pods, straight from the API server."""
+    try:
+        tfjob: dict[str, object] | None = client.get_tfjob(name, namespace=namespace)
+    except NotFoundError:
+        return None, []
+    return tfjob, client.list_job_pods(name, namespace=namespace)
+
+
+def wait_in_worker(
+    client: SyncTFJobClient,
+    target: WaitTarget,
+    *,
+    poll_interval: float,
+    on_snapshot: Callable[[JobSnapshot], None] | None = None,
+    interrupted: Callable[[], str | None] | None = None,
+) -> WaitOutcome:
+    """Watch the TFJob until ``target`` says the wait is over; same decisions as the trigger.
+
+    :param on_snapshot: called with each new snapshot (the log streamer follows pods with it).
+    :param interrupted: returns a reason when the task is being killed; the wait then ends as
+        an ``error`` outcome at the next wake-up.
+    """
+    feed = SnapshotFeed(lambda: client.watch_job(target.name, namespace=target.namespace), name=target.name)
+    feed.start()
+    try:
+        last: JobSnapshot | None = None
+        while True:
+            ended, error = feed.ended, feed.error  # read before the snapshot: never miss the last one
+            snapshot = feed.take()
+            now = utc_now()
+            if snapshot is not None:
+                if snapshot is not last and on_snapshot is not None:
+                    on_snapshot(snapshot)
+                last = snapshot
+                outcome = target.judge(snapshot.tfjob, snapshot.pods, now=now, deleted=snapshot.deleted)
+                if outcome is not None:
+                    return outcome
+            if error is not None:
+                message = error.message if isinstance(error, KubeApiError) else str(error)
+                return target.error(f"watching TFJob {target.namespace}/{target.name} failed: {message}")
+            if ended:
+                return target.error(f"the watch on TFJob {target.namespace}/{target.name} ended unexpectedly")
+            reason = interrupted() if interrupted is not None else None
+            if reason:
+                return target.error(reason)
+            if target.deadline_passed(now):
+                tfjob, pods = read_job(client, name=target.name, namespace=target.namespace)
+                now = utc_now()
+                return target.judge(tfjob, pods, now=now) or target.timed_out(tfjob, pods, now=now)
+            tfjob = snapshot.tfjob if snapshot is not None else None
+            feed.wait(target.seconds_until_recheck(tfjob, now=now, interval=poll_interval))
+    finally:
+        feed.stop()
+
+
+__all__ = ["SnapshotFeed", "read_job", "wait_in_worker"]

@@ -1,0 +1,614 @@
+"""``TFJobOperator``: run a distributed TensorFlow training as one Airflow task, exactly once.
+
+Why this operator and not a KubernetesPodOperator or a generic custom-object operator: a TFJob's
+outcome is decided by *which* replica ended *how* (chief or worker-0 decides success; a PS or
+evaluator failure fails the job; restart policies and exit-code classes decide whether anything
+is retried), its training operator hangs or lags in known situations, and its pods keep GPUs busy
+if nobody cleans up.  The operator therefore:
+
+1. validates everything it was given (manifest, typed parameters, rules) before the first API
+   request, failing with :class:`~airflow.sdk.exceptions.AirflowFailException` that names the
+   field and the fix;
+2. finds this task instance's TFJob under a deterministic name and adopts, accepts, replaces or
+   creates it (:mod:`tfjob_provider.operators._submission`) — never a duplicate, never another
+   run's job;
+3. pushes ``tfjob_name``, ``tfjob_namespace``, ``tfjob_uid`` (and the dashboard link) to XCom at
+   once;
+4. waits — in its worker through a watch, streaming the chief's log, or deferred to
+   :class:`~tfjob_provider.triggers.tfjob.TFJobTrigger` — judging with the verdict engine;
+5. concludes: a result dict on success; on failure a culprit-first report and
+   ``AirflowFailException`` (permanent) or ``AirflowException`` (retryable); the TFJob is deleted
+   whenever anything of it could still be running after the task has failed.
+
+``docs/operator.md`` has the parameter, outcome and deletion tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+from airflow.sdk import BaseOperator, conf
+from airflow.sdk.exceptions import (
+    AirflowException,
+    AirflowFailException,
+    AirflowTaskTimeout,
+    TaskDeferralTimeout,
+)
+
+from tfjob_provider.hooks.tfjob import TFJobHook
+from tfjob_provider.kube.errors import (
+    ForbiddenError,
+    InvalidError,
+    KubeApiError,
+    TFJobNotServedError,
+)
+from tfjob_provider.links import (
+    XCOM_NAME,
+    XCOM_NAMESPACE,
+    XCOM_UID,
+    TFJobLink,
+    dashboard_url_template,
+    render_dashboard_url,
+)
+from tfjob_provider.manifest import (
+    DEFAULT_CLEAN_POD_POLICY,
+    DEFAULT_RESTART_POLICY,
+    ManifestError,
+    build_tfjob,
+    load_tfjob,
+    resolve_namespace,
+    validate_tfjob,
+)
+from tfjob_provider.naming import job_name_for, stamp_identity
+from tfjob_provider.operators._conclusion import delete_if_ours, failure_exception, gather_failure_report
+from tfjob_provider.operators._log_streaming import LogStreamer
+from tfjob_provider.operators._submission import Submission, TaskIdentity, submit_or_adopt
+from tfjob_provider.operators._worker_wait import read_job, wait_in_worker
+from tfjob_provider.policy import Rules, decide
+from tfjob_provider.reporting import replicas_still_running, result_dict
+from tfjob_provider.triggers.tfjob import TFJobTrigger
+from tfjob_provider.wait_outcome import (
+    WaitOutcome,
+    WaitTarget,
+    earliest_deadline,
+    format_utc,
+    parse_utc,
+    utc_now,
+)
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+    from tfjob_provider.kube.sync_client import SyncTFJobClient
+
+OnFinishAction = Literal["keep", "delete_succeeded", "delete"]
+ON_FINISH_ACTIONS: Final[tuple[str, ...]] = ("keep", "delete_succeeded", "delete")
+#: How much later than the trigger's own deadline Airflow's deferral timeout fires: the trigger
+#: needs a moment to re-read the state and report; Airflow's timeout is only the safety net.
+DEFERRAL_TIMEOUT_MARGIN: Final = timedelta(seconds=60)
+#: Seconds the chief's log stream gets to deliver its last lines before the outcome is reported.
+LOG_DRAIN_SECONDS: Final = 2.0
+
+#: Typed manifest parameters, passed one-to-one to :func:`tfjob_provider.manifest.build_tfjob`.
+BUILDER_FIELDS: Final = (
+    "image",
+    "command",
+    "args",
+    "env",
+    "resources",
+    "node_selector",
+    "tolerations",
+    "restart_policy",
+    "chief",
+    "worker",
+    "ps",
+    "evaluator",
+    "success_policy",
+    "backoff_limit",
+    "active_deadline_seconds",
+    "clean_pod_policy",
+    "ttl_seconds_after_finished",
+    "suspend",
+    "scheduling_policy",
+    "labels",
+    "annotations",
+    "service_account_name",
+    "image_pull_policy",
+    "volumes",
+    "volume_mounts",
+)
+
+
+def seconds(value: float | timedelta | None, *, field: str) -> float | None:
+    """A non-negative number of seconds from a number or a timedelta; ValueError naming ``field``."""
+    if value is None:
+        return None
+    if isinstance(value, timedelta):
+        value = value.total_seconds()
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise ValueError(f"{field} must be a non-negative number of seconds or a timedelta, got {value!r}")
+    return float(value)
+
+
+def coerce_rules(rules: Rules | Mapping[str, Any] | None) -> Rules:
+    """Rules from a Rules, a dict (``Rules.from_dict``) or None; ValueError naming the field."""
+    if rules is None:
+        return Rules()
+    if isinstance(rules, Rules):
+        return rules
+    return Rules.from_dict(rules)
+
+
+class TFJobOperator(BaseOperator):
+    """Submit a Kubeflow TFJob, wait for it, and end as the chief/worker/PS rules say.
+
+    Give the job either as ``tfjob`` (a full manifest) or through the typed parameters
+    (``image`` and the others of :func:`tfjob_provider.manifest.build_tfjob`), not both.
+
+    :param tfjob: the TFJob manifest: a dict, YAML/JSON text, or the path of a ``.yaml``,
+        ``.yml`` or ``.json`` file (templated, file contents too).  Its ``metadata.name`` is
+        replaced by ``job_name``; its ``metadata.namespace`` must agree with ``namespace``.
+    :param image: container image of every replica (typed build).
+    :param command: container command (typed build).
+    :param args: container arguments (typed build).
+    :param env: environment, a dict or a list of Kubernetes ``EnvVar`` dicts (typed build).
+    :param resources: container resources, e.g. ``{"limits": {"nvidia.com/gpu": 1}}`` (typed build).
+    :param node_selector: pod node selector (typed build).
+    :param tolerations: pod tolerations (typed build).
+    :param restart_policy: replica restart policy: ``Never``, ``OnFailure``, ``Always`` or
+        ``ExitCode`` (typed build).
+    :param chief: Chief replicas: a count, or a dict / ``ReplicaSpec`` with per-type overrides.
+    :param worker: Worker replicas (as ``chief``).
+    :param ps: parameter-server replicas (as ``chief``).
+    :param evaluator: Evaluator replicas (as ``chief``).
+    :param success_policy: ``spec.successPolicy`` (``""`` or ``"AllWorkers"``).
+    :param backoff_limit: ``runPolicy.backoffLimit``.
+    :param active_deadline_seconds: ``runPolicy.activeDeadlineSeconds``.
+    :param clean_pod_policy: ``runPolicy.cleanPodPolicy`` (default ``"Running"``).
+    :param ttl_seconds_after_finished: ``runPolicy.ttlSecondsAfterFinished``.
+    :param suspend: ``runPolicy.suspend``.
+    :param scheduling_policy: ``runPolicy.schedulingPolicy`` (gang scheduling).
+    :param labels: labels of the TFJob.
+    :param annotations: annotations of the TFJob.
+    :param service_account_name: pods' service account (typed build).
+    :param image_pull_policy: container image pull policy (typed build).
+    :param volumes: pod volumes (typed build).
+    :param volume_mounts: container volume mounts (typed build).
+    :param namespace: namespace of the TFJob; default: the manifest's, else the connection's,
+        else ``"default"``.
+    :param kubernetes_conn_id: the :ref:`kubernetes connection <howto/connection:kubernetes>`.
+    :param job_name: name of the TFJob; default: a deterministic name derived from dag id, task
+        id, run id and map index, so every try of a task instance finds the same TFJob.
+    :param wait_for_completion: wait for the outcome; False returns right after submission.
+    :param deferrable: wait in the triggerer instead of the worker; default from
+        ``[operators] default_deferrable``.
+    :param poll_interval: seconds between re-evaluations of an unchanged state (time-based rules
+        such as pending timeouts); changes themselves arrive through a watch at once.
+    :param startup_timeout: seconds from the TFJob's creation within which a training operator
+        must reconcile it and its replicas must leave Pending (also each replica's Pending limit
+        unless ``rules`` sets ``pending_timeout``); None: wait forever.
+    :param timeout: seconds (or timedelta) from the TFJob's creation after which the task times
+        out: the TFJob is deleted and ``AirflowTaskTimeout`` raised.  An adopted TFJob keeps
+        its original clock; a retry that submits a fresh TFJob starts a new one.
+    :param rules: :class:`~tfjob_provider.policy.Rules`, or a dict of its fields.
+    :param get_logs: stream the chief's (or worker-0's) log into the task log while waiting in
+        the worker; the failure report includes the culprits' log tails in both modes.
+    :param log_tail_lines: lines of each culprit's log in the failure report (0: none).
+    :param on_finish_action: what to do with the TFJob when the task ends: ``"keep"``,
+        ``"delete_succeeded"`` (default) or ``"delete"``.  A failed TFJob with anything still
+        Pending or Running, or that only the provider judged failed, is always deleted.
+    :param cancel_on_kill: delete the TFJob when the task is killed (``on_kill``; in deferrable
+        mode the trigger's ``on_kill``, Airflow >= 3.3).
+    :param reattach: adopt this task instance's existing unfinished TFJob instead of replacing it.
+    :param dashboard_url_template: URL of the "TFJob" extra link with ``{namespace}``, ``{name}``
+        and ``{uid}`` placeholders; default: ``[tfjob_provider] dashboard_url_template``.
+    """
+
+    template_fields: Sequence[str] = (
+        "tfjob",
+        "namespace",
+        "job_name",
+        "kubernetes_conn_id",
+        *BUILDER_FIELDS,
+    )
+    template_ext: Sequence[str] = (".yaml", ".yml", ".json")
+    template_fields_renderers = {
+        "tfjob": "yaml",
+        "command": "json",
+        "args": "json",
+        "env": "json",
+        "resources": "json",
+        "node_selector": "json",
+        "tolerations": "json",
+        "chief": "json",
+        "worker": "json",
+        "ps": "json",
+        "evaluator": "json",
+        "scheduling_policy": "json",
+        "labels": "json",
+        "annotations": "json",
+        "volumes": "json",
+        "volume_mounts": "json",
+    }
+    operator_extra_links = (TFJobLink(),)
+    ui_color = "#fcd9b6"
+
+    def __init__(
+        self,
+        *,
+        tfjob: Mapping[str, Any] | str | None = None,
+        image: str | None = None,
+        command: Sequence[str] | None = None,
+        args: Sequence[str] | None = None,
+        env: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
+        resources: Mapping[str, Any] | None = None,
+        node_selector: Mapping[str, str] | None = None,
+        tolerations: Sequence[Mapping[str, Any]] | None = None,
+        restart_policy: str = DEFAULT_RESTART_POLICY,
+        chief: Any = 0,
+        worker: Any = 1,
+        ps: Any = 0,
+        evaluator: Any = 0,
+        success_policy: str | None = None,
+        backoff_limit: int | str | None = None,
+        active_deadline_seconds: int | str | None = None,
+        clean_pod_policy: str | None = DEFAULT_CLEAN_POD_POLICY,
+        ttl_seconds_after_finished: int | str | None = None,
+        suspend: bool | str | None = None,
+        scheduling_policy: Mapping[str, Any] | None = None,
+        labels: Mapping[str, str] | None = None,
+        annotations: Mapping[str, str] | None = None,
+        service_account_name: str | None = None,
+        image_pull_policy: str | None = None,
+        volumes: Sequence[Mapping[str, Any]] | None = None,
+        volume_mounts: Sequence[Mapping[str, Any]] | None = None,
+        namespace: str | None = None,
+        kubernetes_conn_id: str = TFJobHook.default_conn_name,
+        job_name: str | None = None,
+        wait_for_completion: bool = True,
+        deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
+        poll_interval: float = 10.0,
+        startup_timeout: float | timedelta | None = 600.0,
+        timeout: float | timedelta | None = None,
+        rules: Rules | Mapping[str, Any] | None = None,
+        get_logs: bool = True,
+        log_tail_lines: int = 100,
+        on_finish_action: OnFinishAction = "delete_succeeded",
+        cancel_on_kill: bool = True,
+        reattach: bool = True,
+        dashboard_url_template: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if (tfjob is None) == (image is None):
+            raise ValueError(
+                f"{self.task_id}: give the TFJob either as tfjob= (a manifest, YAML text or file) "
+                "or through the typed parameters starting with image=, exactly one of the two"
+            )
+        if on_finish_action not in ON_FINISH_ACTIONS:
+            raise ValueError(
+                f"{self.task_id}: on_finish_action is {on_finish_action!r}; "
+                f"use one of {list(ON_FINISH_ACTIONS)}"
+            )
+        if isinstance(log_tail_lines, bool) or not isinstance(log_tail_lines, int) or log_tail_lines < 0:
+            raise ValueError(f"{self.task_id}: log_tail_lines must be a non-negative integer")
+        self.tfjob = tfjob
+        self.image = image
+        self.command = command
+        self.args = args
+        self.env = env
+        self.resources = resources
+        self.node_selector = node_selector
+        self.tolerations = tolerations
+        self.restart_policy = restart_policy
+        self.chief = chief
+        self.worker = worker
+        self.ps = ps
+        self.evaluator = evaluator
+        self.success_policy = success_policy
+        self.backoff_limit = backoff_limit
+        self.active_deadline_seconds = active_deadline_seconds
+        self.clean_pod_policy = clean_pod_policy
+        self.ttl_seconds_after_finished = ttl_seconds_after_finished
+        self.suspend = suspend
+        self.scheduling_policy = scheduling_policy
+        self.labels = labels
+        self.annotations = annotations
+        self.service_account_name = service_account_name
+        self.image_pull_policy = image_pull_policy
+        self.volumes = volumes
+        self.volume_mounts = volume_mounts
+        self.namespace = namespace
+        self.kubernetes_conn_id = kubernetes_conn_id
+        self.job_name = job_name
+        self.wait_for_completion = wait_for_completion
+        self.deferrable = deferrable
+        self.poll_interval = seconds(poll_interval, field="poll_interval") or 10.0
+        self.startup_timeout = seconds(startup_timeout, field="startup_timeout")
+        self.timeout = seconds(timeout, field="timeout")
+        self.rules = rules
+        self.get_logs = get_logs
+        self.log_tail_lines = log_tail_lines
+        self.on_finish_action = on_finish_action
+        self.cancel_on_kill = cancel_on_kill
+        self.reattach = reattach
+        self.dashboard_url_template = dashboard_url_template
+        self._job: tuple[str, str, str | None] | None = None
+        self._killed: str | None = None
+
+    @cached_property
+    def hook(self) -> TFJobHook:
+        return TFJobHook(kubernetes_conn_id=self.kubernetes_conn_id)
+
+    # --- preparing: everything that can be checked without the cluster ---------------------------
+
+    def _rules(self) -> Rules:
+        try:
+            return coerce_rules(self.rules)
+        except (TypeError, ValueError) as error:
+            raise AirflowFailException(f"{self.task_id}: rules are invalid: {error}") from None
+
+    def _manifest(self, identity: TaskIdentity) -> dict[str, Any]:
+        """The validated, identity-stamped manifest to submit; AirflowFailException listing problems."""
+        name = self.job_name or job_name_for(
+            dag_id=identity.dag_id,
+            task_id=identity.task_id,
+            run_id=identity.run_id,
+            map_index=identity.map_index,
+        )
+        try:
+            if self.tfjob is not None:
+                manifest = load_tfjob(self.tfjob)
+                written = (
+                    (manifest.get("metadata") or {}).get("name")
+                    if isinstance(manifest.get("metadata"), dict)
+                    else None
+                )
+                if written and written != name:
+                    self.log.info(
+                        "metadata.name %r of the manifest is replaced by %r (set job_name= to choose it)",
+                        written,
+                        name,
+                    )
+            else:
+                typed = {field: getattr(self, field) for field in BUILDER_FIELDS}
+                manifest = build_tfjob(name=name, **typed)
+            namespace = resolve_namespace(
+                manifest, requested=self.namespace, fallback=self.hook.get_namespace()
+            )
+            manifest = stamp_identity(
+                manifest,
+                name=name,
+                namespace=namespace,
+                dag_id=identity.dag_id,
+                task_id=identity.task_id,
+                run_id=identity.run_id,
+                map_index=identity.map_index,
+                try_number=identity.try_number,
+            )
+            return validate_tfjob(manifest)
+        except ManifestError as error:
+            raise AirflowFailException(f"{self.task_id}: {error}") from None
+        except (TypeError, ValueError) as error:
+            raise AirflowFailException(f"{self.task_id}: the TFJob cannot be built: {error}") from None
+
+    # --- execute ------------------------------------------------------------------------------------
+
+    def execute(self, context: Context) -> Any:
+        ti = context["ti"]
+        identity = TaskIdentity(
+            dag_id=ti.dag_id,
+            task_id=ti.task_id,
+            run_id=ti.run_id,
+            map_index=ti.map_index if ti.map_index is not None else -1,
+            try_number=ti.try_number,
+        )
+        rules = self._rules()
+        manifest = self._manifest(identity)
+        client = self.hook.client
+        with translated_api_errors(self.task_id):
+            client.check_tfjob_served()
+            submission = submit_or_adopt(
+                client, manifest, identity=identity, rules=rules, reattach=self.reattach, log=self.log
+            )
+        name, namespace = manifest["metadata"]["name"], manifest["metadata"]["namespace"]
+        self._job = (name, namespace, submission.uid)
+        self._publish(context, name=name, namespace=namespace, uid=submission.uid)
+        if not self.wait_for_completion:
+            verdict = decide(submission.tfjob, [], rules=rules)
+            return result_dict(name=name, namespace=namespace, uid=submission.uid, verdict=verdict)
+        target = self._target(submission, rules, context)
+        if submission.action != "created":
+            with translated_api_errors(self.task_id):
+                tfjob, pods = read_job(client, name=name, namespace=namespace)
+            outcome = target.judge(tfjob, pods, now=utc_now())
+            if outcome is not None:
+                return self._conclude(outcome)
+        if self.deferrable:
+            self._defer(target)
+        return self._conclude(self._wait_in_worker(client, target))
+
+    def _publish(self, context: Context, *, name: str, namespace: str, uid: str | None) -> None:
+        ti = context["ti"]
+        ti.xcom_push(key=XCOM_NAME, value=name)
+        ti.xcom_push(key=XCOM_NAMESPACE, value=namespace)
+        ti.xcom_push(key=XCOM_UID, value=uid)
+        url = render_dashboard_url(dashboard_url_template(self), name=name, namespace=namespace, uid=uid)
+        if url:
+            ti.xcom_push(key=TFJobLink().xcom_key, value=url)
+            self.log.info("TFJob dashboard: %s", url)
+
+    def _target(self, submission: Submission, rules: Rules, context: Context) -> WaitTarget:
+        metadata = submission.tfjob.get("metadata") or {}
+        created = parse_utc(metadata.get("creationTimestamp")) or utc_now()
+        candidates: dict[str, datetime | None] = {
+            "timeout": created + timedelta(seconds=self.timeout) if self.timeout is not None else None
+        }
+        if self.deferrable and self.execution_timeout is not None:
+            # In the worker Airflow enforces execution_timeout itself; while deferred nobody does.
+            started = getattr(context["ti"], "start_date", None) or utc_now()
+            candidates["execution_timeout"] = started + self.execution_timeout
+        deadline, deadline_name = earliest_deadline(candidates)
+        return WaitTarget(
+            name=str(metadata["name"]),
+            namespace=str(metadata["namespace"]),
+            uid=submission.uid,
+            rules=rules,
+            startup_timeout=self.startup_timeout,
+            deadline=deadline,
+            deadline_name=deadline_name or "timeout",
+        )
+
+    def _defer(self, target: WaitTarget) -> None:
+        trigger = TFJobTrigger(
+            name=target.name,
+            namespace=target.namespace,
+            uid=target.uid,
+            kubernetes_conn_id=self.kubernetes_conn_id,
+            deadline=format_utc(target.deadline),
+            deadline_name=target.deadline_name,
+            startup_timeout=self.startup_timeout,
+            rules=(target.rules or Rules()).to_dict(),
+            poll_interval=self.poll_interval,
+            cancel_on_kill=self.cancel_on_kill,
+        )
+        safety_net = None
+        if target.deadline is not None:
+            safety_net = max(target.deadline - utc_now(), timedelta(0)) + DEFERRAL_TIMEOUT_MARGIN
+        self.log.info("Deferring: waiting for TFJob %s/%s in the triggerer", target.namespace, target.name)
+        self.defer(trigger=trigger, method_name="execute_complete", timeout=safety_net)
+
+    def _wait_in_worker(self, client: SyncTFJobClient, target: WaitTarget) -> WaitOutcome:
+        streamer = (
+            LogStreamer(client, namespace=target.namespace, emit=self.log.info) if self.get_logs else None
+        )
+        self.log.info("Waiting for TFJob %s/%s (uid %s)", target.namespace, target.name, target.uid)
+        try:
+            return wait_in_worker(
+                client,
+                target,
+                poll_interval=self.poll_interval,
+                on_snapshot=(lambda snapshot: streamer.update(snapshot.pods))
+                if streamer is not None
+                else None,
+                interrupted=lambda: self._killed,
+            )
+        except AirflowTaskTimeout:
+            # execution_timeout fired in the worker: the task fails, so nothing may keep training.
+            delete_if_ours(
+                client,
+                name=target.name,
+                namespace=target.namespace,
+                uid=target.uid,
+                log=self.log,
+                why="execution_timeout reached",
+            )
+            raise
+        finally:
+            if streamer is not None:
+                streamer.drain(LOG_DRAIN_SECONDS)
+
+    # --- resuming after the trigger ------------------------------------------------------------------
+
+    def execute_complete(self, context: Context, event: Mapping[str, Any]) -> Any:
+        """Resume after :class:`~tfjob_provider.triggers.tfjob.TFJobTrigger` fired."""
+        try:
+            outcome = WaitOutcome.from_event(event)
+        except ValueError as error:
+            raise AirflowException(
+                f"{self.task_id}: unreadable TFJob trigger event {event!r}: {error}"
+            ) from None
+        self._job = (outcome.name, outcome.namespace, outcome.uid)
+        return self._conclude(outcome)
+
+    def resume_execution(self, next_method: str, next_kwargs: dict[str, Any] | None, context: Context) -> Any:
+        """Airflow's own deferral timeout (the safety net) fired: delete the TFJob, then time out."""
+        try:
+            return super().resume_execution(next_method, next_kwargs, context)
+        except TaskDeferralTimeout as error:
+            ti = context["ti"]
+            name = ti.xcom_pull(task_ids=ti.task_id, key=XCOM_NAME, map_indexes=ti.map_index)
+            namespace = ti.xcom_pull(task_ids=ti.task_id, key=XCOM_NAMESPACE, map_indexes=ti.map_index)
+            uid = ti.xcom_pull(task_ids=ti.task_id, key=XCOM_UID, map_indexes=ti.map_index)
+            if name and namespace:
+                delete_if_ours(
+                    self.hook.client,
+                    name=name,
+                    namespace=namespace,
+                    uid=uid,
+                    log=self.log,
+                    why="the deferral timed out",
+                )
+            raise AirflowTaskTimeout(f"{self.task_id}: the deferral timed out: {error}") from error
+
+    # --- concluding ----------------------------------------------------------------------------------
+
+    def _conclude(self, outcome: WaitOutcome) -> dict[str, Any]:
+        client = self.hook.client
+        name, namespace, uid = outcome.name, outcome.namespace, outcome.uid
+
+        def delete(why: str) -> None:
+            delete_if_ours(client, name=name, namespace=namespace, uid=uid, log=self.log, why=why)
+
+        if outcome.status == "success" and outcome.verdict is not None:
+            self.log.info("TFJob %s/%s succeeded: %s", namespace, name, outcome.message)
+            if self.on_finish_action in ("delete", "delete_succeeded"):
+                delete(f"on_finish_action={self.on_finish_action!r}")
+            return result_dict(
+                name=name,
+                namespace=namespace,
+                uid=uid,
+                verdict=outcome.verdict,
+                start_time=outcome.start_time,
+                completion_time=outcome.completion_time,
+            )
+        if outcome.status == "failed" and outcome.verdict is not None:
+            self.log.error("%s", gather_failure_report(client, outcome, log_tail_lines=self.log_tail_lines))
+            verdict = outcome.verdict
+            if not verdict.operator_finished or replicas_still_running(verdict):
+                delete("the task failed, and no replica may keep running (and holding GPUs) after it")
+            elif self.on_finish_action == "delete":
+                delete("on_finish_action='delete'")
+            raise failure_exception(outcome)
+        if outcome.status == "timeout":
+            delete(outcome.message)
+            raise AirflowTaskTimeout(f"TFJob {namespace}/{name}: {outcome.message}")
+        delete(f"the wait failed: {outcome.message}")
+        raise AirflowException(f"TFJob {namespace}/{name}: {outcome.message}")
+
+    # --- killing -------------------------------------------------------------------------------------
+
+    def on_kill(self) -> None:
+        """The task is being killed (or timed out in the worker): delete the TFJob if ``cancel_on_kill``."""
+        self._killed = "the task was killed while waiting for its TFJob"
+        if not self.cancel_on_kill or self._job is None:
+            return
+        name, namespace, uid = self._job
+        delete_if_ours(
+            self.hook.client, name=name, namespace=namespace, uid=uid, log=self.log, why="task killed"
+        )
+
+
+class translated_api_errors:
+    """Map Kubernetes API errors raised while submitting to the Airflow exception that fits:
+    permanent ones (TFJob not served, forbidden, invalid) to AirflowFailException, the rest to
+    AirflowException (retryable)."""
+
+    def __init__(self, task_id: str) -> None:
+        self.task_id = task_id
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, _tb: Any) -> None:
+        if not isinstance(error, KubeApiError):
+            return
+        if isinstance(error, (TFJobNotServedError, ForbiddenError, InvalidError)):
+            raise AirflowFailException(f"{self.task_id}: {error.message}") from error
+        raise AirflowException(f"{self.task_id}: Kubernetes API request failed: {error.message}") from error
+
+
+__all__ = ["ON_FINISH_ACTIONS", "TFJobOperator", "coerce_rules", "seconds"]

@@ -1,0 +1,210 @@
+"""``TFJobSensor``: wait on a TFJob that something else submitted, and judge it like the operator does.
+
+Why: TFJobs are often created outside Airflow (a CI pipeline, kubectl, another team's operator),
+and a DAG still needs to continue only once the training succeeded — by the same chief/worker/PS
+rules, with the same permanent-versus-retryable classification and the same report when it
+failed.  The sensor therefore reuses the operator's judge
+(:class:`~tfjob_provider.wait_outcome.WaitTarget`), report and exception mapping, in Airflow's
+three sensor modes:
+
+* ``poke`` / ``reschedule``: each poke is one GET of the TFJob plus one LIST of its pods;
+* ``deferrable``: one poke first (a finished job needs no deferral), then
+  :class:`~tfjob_provider.triggers.tfjob.TFJobTrigger` on the shared watch.
+
+A TFJob that does not exist yet is waited for until ``timeout`` — not an error.  The sensor never
+deletes anything: the TFJob is not its own (the trigger is given ``cancel_on_kill=False``).
+With ``soft_fail=True`` every negative ending — failed, timed out — skips the task instead, in
+all three modes alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import timedelta
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
+from airflow.sdk.exceptions import AirflowException, AirflowSensorTimeout, AirflowSkipException
+
+from tfjob_provider.hooks.tfjob import TFJobHook
+from tfjob_provider.links import XCOM_NAME, XCOM_NAMESPACE, XCOM_UID, TFJobLink
+from tfjob_provider.operators._conclusion import failure_exception, gather_failure_report
+from tfjob_provider.operators._worker_wait import read_job
+from tfjob_provider.operators.tfjob import (
+    DEFERRAL_TIMEOUT_MARGIN,
+    coerce_rules,
+    seconds,
+    translated_api_errors,
+)
+from tfjob_provider.policy import Rules
+from tfjob_provider.reporting import result_dict
+from tfjob_provider.triggers.tfjob import TFJobTrigger
+from tfjob_provider.wait_outcome import WaitOutcome, WaitTarget, format_utc, utc_now
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+
+class TFJobSensor(BaseSensorOperator):
+    """Wait until an existing TFJob has finished; succeed, fail or retry as its replicas decide.
+
+    Returns (XCom ``return_value``) the same result dict as
+    :class:`~tfjob_provider.operators.tfjob.TFJobOperator`, and pushes ``tfjob_name``,
+    ``tfjob_namespace`` and ``tfjob_uid`` once the TFJob is seen.
+
+    :param job_name: name of the TFJob (templated).
+    :param namespace: its namespace (templated); default: the connection's, else ``"default"``.
+    :param kubernetes_conn_id: the :ref:`kubernetes connection <howto/connection:kubernetes>`.
+    :param rules: :class:`~tfjob_provider.policy.Rules`, or a dict of its fields.
+    :param startup_timeout: seconds from the TFJob's creation within which a training operator must
+        reconcile it and its replicas must leave Pending; None (default): no limit.
+    :param log_tail_lines: lines of each culprit's log in the failure report (0: none).
+    :param deferrable: wait in the triggerer; default from ``[operators] default_deferrable``.
+    :param dashboard_url_template: URL template of the "TFJob" extra link (see the operator).
+
+    The usual sensor parameters apply: ``poke_interval`` (default 30 s; also the trigger's
+    re-evaluation interval), ``timeout``, ``mode``, ``soft_fail``.
+    """
+
+    template_fields = ("job_name", "namespace", "kubernetes_conn_id")
+    operator_extra_links = (TFJobLink(),)
+    ui_color = "#fcd9b6"
+
+    def __init__(
+        self,
+        *,
+        job_name: str,
+        namespace: str | None = None,
+        kubernetes_conn_id: str = TFJobHook.default_conn_name,
+        rules: Rules | Mapping[str, Any] | None = None,
+        startup_timeout: float | timedelta | None = None,
+        log_tail_lines: int = 100,
+        deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
+        dashboard_url_template: str | None = None,
+        poke_interval: float | timedelta = 30.0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(poke_interval=poke_interval, **kwargs)
+        self.job_name = job_name
+        self.namespace = namespace
+        self.kubernetes_conn_id = kubernetes_conn_id
+        self.rules = rules
+        self.startup_timeout = seconds(startup_timeout, field="startup_timeout")
+        self.log_tail_lines = log_tail_lines
+        self.deferrable = deferrable
+        self.dashboard_url_template = dashboard_url_template
+        self._published_uid: str | None = None
+
+    @cached_property
+    def hook(self) -> TFJobHook:
+        return TFJobHook(kubernetes_conn_id=self.kubernetes_conn_id)
+
+    def _resolved_namespace(self) -> str:
+        return self.namespace or self.hook.get_namespace()
+
+    def _target(self) -> WaitTarget:
+        try:
+            rules = coerce_rules(self.rules)
+        except (TypeError, ValueError) as error:
+            raise AirflowException(f"{self.task_id}: rules are invalid: {error}") from None
+        return WaitTarget(
+            name=self.job_name,
+            namespace=self._resolved_namespace(),
+            uid=None,
+            rules=rules,
+            startup_timeout=self.startup_timeout,
+            wait_for_existence=True,
+        )
+
+    def _publish(self, context: Context, outcome_uid: str | None, namespace: str) -> None:
+        if outcome_uid is None or outcome_uid == self._published_uid:
+            return
+        ti = context["ti"]
+        ti.xcom_push(key=XCOM_NAME, value=self.job_name)
+        ti.xcom_push(key=XCOM_NAMESPACE, value=namespace)
+        ti.xcom_push(key=XCOM_UID, value=outcome_uid)
+        self._published_uid = outcome_uid
+
+    # --- poke and reschedule --------------------------------------------------------------------
+
+    def poke(self, context: Context) -> bool | PokeReturnValue:
+        target = self._target()
+        with translated_api_errors(self.task_id):
+            tfjob, pods = read_job(self.hook.client, name=target.name, namespace=target.namespace)
+        if tfjob is None:
+            self.log.info("TFJob %s/%s does not exist (yet)", target.namespace, target.name)
+            return False
+        metadata = tfjob.get("metadata")
+        uid = metadata.get("uid") if isinstance(metadata, Mapping) else None
+        self._publish(context, str(uid) if uid else None, target.namespace)
+        outcome = target.judge(tfjob, pods, now=utc_now())
+        if outcome is None:
+            return False
+        return PokeReturnValue(is_done=True, xcom_value=self._conclude(outcome))
+
+    # --- deferrable -----------------------------------------------------------------------------
+
+    def execute(self, context: Context) -> Any:
+        if not self.deferrable:
+            return super().execute(context)
+        first = self.poke(context)
+        if first:
+            return first.xcom_value if isinstance(first, PokeReturnValue) else None
+        target = self._target()
+        started = getattr(context["ti"], "start_date", None) or utc_now()
+        deadline = started + timedelta(seconds=self.timeout)
+        trigger = TFJobTrigger(
+            name=target.name,
+            namespace=target.namespace,
+            uid=None,
+            kubernetes_conn_id=self.kubernetes_conn_id,
+            deadline=format_utc(deadline),
+            deadline_name="timeout",
+            startup_timeout=self.startup_timeout,
+            rules=(target.rules or Rules()).to_dict(),
+            poll_interval=self.poke_interval,
+            cancel_on_kill=False,
+            wait_for_existence=True,
+        )
+        safety_net = max(deadline - utc_now(), timedelta(0)) + DEFERRAL_TIMEOUT_MARGIN
+        self.defer(trigger=trigger, method_name="execute_complete", timeout=safety_net)
+
+    def execute_complete(self, context: Context, event: Mapping[str, Any]) -> Any:
+        try:
+            outcome = WaitOutcome.from_event(event)
+        except ValueError as error:
+            raise AirflowException(
+                f"{self.task_id}: unreadable TFJob trigger event {event!r}: {error}"
+            ) from None
+        self._publish(context, outcome.uid, outcome.namespace)
+        return self._conclude(outcome)
+
+    # --- concluding -----------------------------------------------------------------------------
+
+    def _conclude(self, outcome: WaitOutcome) -> dict[str, Any]:
+        if outcome.status == "success" and outcome.verdict is not None:
+            self.log.info("TFJob %s/%s succeeded: %s", outcome.namespace, outcome.name, outcome.message)
+            return result_dict(
+                name=outcome.name,
+                namespace=outcome.namespace,
+                uid=outcome.uid,
+                verdict=outcome.verdict,
+                start_time=outcome.start_time,
+                completion_time=outcome.completion_time,
+            )
+        error: AirflowException
+        if outcome.status == "failed" and outcome.verdict is not None:
+            report = gather_failure_report(self.hook.client, outcome, log_tail_lines=self.log_tail_lines)
+            self.log.error("%s", report)
+            error = failure_exception(outcome)
+        elif outcome.status == "timeout":
+            error = AirflowSensorTimeout(f"TFJob {outcome.namespace}/{outcome.name}: {outcome.message}")
+        else:
+            error = AirflowException(f"TFJob {outcome.namespace}/{outcome.name}: {outcome.message}")
+        if self.soft_fail:
+            raise AirflowSkipException(f"soft_fail: {error}") from error
+        raise error
+
+
+__all__ = ["TFJobSensor"]

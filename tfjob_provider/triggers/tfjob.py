@@ -1,0 +1,232 @@
+"""``TFJobTrigger``: wait for a TFJob's outcome in the triggerer, cheaply and without false endings.
+
+Why a trigger of its own, and why shaped like this: a TFJob runs for hours, and a deferred task
+must not hold a worker slot meanwhile.  The triggerer may run hundreds of these at once in one
+event loop, so the trigger subscribes to the process-wide shared watch
+(:class:`~tfjob_provider.kube.shared_watch.SharedJobWatch`: two streams per connection and
+namespace, no per-job polling, no log reads) and keeps only the newest snapshot of its job.  Every
+decision — terminal verdict, deleted or replaced TFJob, no training operator, startup timeout,
+deadline — is taken by :class:`~tfjob_provider.wait_outcome.WaitTarget`, the same code the operator
+uses when it waits in its worker, so both modes end the same way.
+
+The contract with Airflow (style guide A5.8): :meth:`TFJobTrigger.serialize` returns JSON
+primitives only under a hard-coded classpath; :meth:`TFJobTrigger.run` yields exactly one
+``TriggerEvent`` on every path — errors included, no exception escapes.  Cancellation is the one
+thing passed through untouched: a triggerer shutting down or handing the trigger to another
+triggerer cancels ``run()``, and nothing is deleted then (the default ``cleanup()`` does nothing
+on purpose).  Only :meth:`TFJobTrigger.on_kill` — called by Airflow >= 3.3 when a *user* killed
+the deferred task — deletes the TFJob.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Mapping, Sequence
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+from tfjob_provider.hooks.tfjob import TFJobHook
+from tfjob_provider.kube.errors import KubeApiError, NotFoundError
+from tfjob_provider.kube.shared_watch import SharedJobWatch
+from tfjob_provider.policy import Rules
+from tfjob_provider.wait_outcome import WaitOutcome, WaitTarget, parse_utc, uid_of, utc_now
+
+if TYPE_CHECKING:
+    from tfjob_provider.kube.async_client import AsyncTFJobClient
+    from tfjob_provider.kube.tracking import JobSnapshot
+
+CLASSPATH = "tfjob_provider.triggers.tfjob.TFJobTrigger"
+
+
+def describe_error(error: BaseException) -> str:
+    """One line about a failure, naming its class (``ForbiddenError: …``)."""
+    text = str(error) or repr(error)
+    return f"{type(error).__name__}: {text}"
+
+
+class TFJobTrigger(BaseTrigger):
+    """Fire once when a TFJob succeeds, fails, is deleted, times out — or the wait itself breaks.
+
+    The event payload is :meth:`WaitOutcome.to_event() <tfjob_provider.wait_outcome.WaitOutcome.to_event>`:
+    ``{"status": "success"|"failed"|"timeout"|"error", "name", "namespace", "uid", "message",
+    "verdict": <Verdict.to_dict()> | None, "start_time", "completion_time"}``.
+
+    :param name: name of the TFJob.
+    :param namespace: namespace of the TFJob.
+    :param uid: UID of the TFJob to wait on; another TFJob under the same name means this one was
+        deleted (Failed, retryable, reason ``TFJobDeleted``).  None: whichever carries the name.
+    :param kubernetes_conn_id: the :ref:`kubernetes connection <howto/connection:kubernetes>`.
+    :param deadline: absolute UTC deadline (ISO 8601 text) or None; it survives triggerer
+        restarts.  When reached, the state is read afresh and only an unfinished job yields
+        ``timeout``.
+    :param deadline_name: what the deadline comes from, for the message (``timeout``,
+        ``execution_timeout``).
+    :param startup_timeout: seconds after the TFJob's ``creationTimestamp`` by which a training
+        operator must have written its status and the replicas must have left Pending; None: no
+        limit.
+    :param rules: :class:`~tfjob_provider.policy.Rules` as a dict (``Rules.to_dict()``), or None.
+    :param poll_interval: seconds between re-evaluations of an unchanged state (time-based rules
+        such as pending timeouts and ``activeDeadlineSeconds``); no API request is made for them.
+    :param cancel_on_kill: delete the TFJob in :meth:`on_kill` (a user killed the task).
+    :param wait_for_existence: a TFJob that does not exist yet is waited for (the sensor).
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        namespace: str,
+        uid: str | None = None,
+        kubernetes_conn_id: str = "kubernetes_default",
+        deadline: str | None = None,
+        deadline_name: str = "timeout",
+        startup_timeout: float | None = None,
+        rules: Mapping[str, Any] | None = None,
+        poll_interval: float = 10.0,
+        cancel_on_kill: bool = True,
+        wait_for_existence: bool = False,
+    ) -> None:
+        super().__init__()
+        self.name = name
+        self.namespace = namespace
+        self.uid = uid
+        self.kubernetes_conn_id = kubernetes_conn_id
+        self.deadline = deadline
+        self.deadline_name = deadline_name
+        self.startup_timeout = None if startup_timeout is None else float(startup_timeout)
+        self.rules = None if rules is None else dict(rules)
+        self.poll_interval = float(poll_interval)
+        self.cancel_on_kill = cancel_on_kill
+        self.wait_for_existence = wait_for_existence
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            CLASSPATH,
+            {
+                "name": self.name,
+                "namespace": self.namespace,
+                "uid": self.uid,
+                "kubernetes_conn_id": self.kubernetes_conn_id,
+                "deadline": self.deadline,
+                "deadline_name": self.deadline_name,
+                "startup_timeout": self.startup_timeout,
+                "rules": None if self.rules is None else dict(self.rules),
+                "poll_interval": self.poll_interval,
+                "cancel_on_kill": self.cancel_on_kill,
+                "wait_for_existence": self.wait_for_existence,
+            },
+        )
+
+    @cached_property
+    def hook(self) -> TFJobHook:
+        return TFJobHook(kubernetes_conn_id=self.kubernetes_conn_id, namespace=self.namespace)
+
+    def target(self) -> WaitTarget:
+        """The wait this trigger performs; ValueError if its kwargs are malformed."""
+        return WaitTarget(
+            name=self.name,
+            namespace=self.namespace,
+            uid=self.uid,
+            rules=None if self.rules is None else Rules.from_dict(self.rules),
+            startup_timeout=self.startup_timeout,
+            deadline=parse_utc(self.deadline),
+            deadline_name=self.deadline_name,
+            wait_for_existence=self.wait_for_existence,
+        )
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        try:
+            target = self.target()
+        except (TypeError, ValueError) as error:
+            outcome = WaitOutcome(
+                status="error",
+                name=self.name,
+                namespace=self.namespace,
+                uid=self.uid,
+                message=f"TFJobTrigger was given invalid arguments: {describe_error(error)}",
+            )
+        else:
+            try:
+                outcome = await self._wait(target)
+            except Exception as error:  # the contract: every path ends in exactly one event
+                self.log.exception("Waiting for TFJob %s/%s failed", self.namespace, self.name)
+                outcome = target.error(
+                    f"waiting for TFJob {self.namespace}/{self.name} failed: {describe_error(error)}"
+                )
+        self.log.info("TFJob %s/%s: %s — %s", self.namespace, self.name, outcome.status, outcome.message)
+        yield TriggerEvent(outcome.to_event())
+
+    async def _wait(self, target: WaitTarget) -> WaitOutcome:
+        client = await self.hook.get_async_client()
+        async with SharedJobWatch.subscribe(client, name=self.name, namespace=self.namespace) as subscription:
+            snapshot: JobSnapshot | None = None
+            while True:
+                now = utc_now()
+                if snapshot is not None:
+                    outcome = await self._judge(client, target, snapshot)
+                    if outcome is not None:
+                        return outcome
+                if target.deadline_passed(now):
+                    return await self._at_deadline(client, target, snapshot)
+                tfjob = snapshot.tfjob if snapshot is not None else None
+                pause = target.seconds_until_recheck(tfjob, now=now, interval=self.poll_interval)
+                # On a timeout, time alone may have changed the outcome: judge the same snapshot again.
+                with contextlib.suppress(TimeoutError):
+                    snapshot = await asyncio.wait_for(subscription.__anext__(), timeout=pause)
+
+    async def _judge(
+        self, client: AsyncTFJobClient, target: WaitTarget, snapshot: JobSnapshot
+    ) -> WaitOutcome | None:
+        if snapshot.tfjob is None and not snapshot.deleted and not target.wait_for_existence:
+            # The shared watch has not seen this job (yet): only the API server can say whether it
+            # was deleted before we subscribed or is merely not delivered yet.
+            tfjob, pods = await self._read(client)
+            return target.judge(tfjob, pods, now=utc_now())
+        return target.judge(snapshot.tfjob, snapshot.pods, now=utc_now(), deleted=snapshot.deleted)
+
+    async def _read(self, client: AsyncTFJobClient) -> tuple[dict[str, Any] | None, Sequence[dict[str, Any]]]:
+        """The TFJob and its pods straight from the API server (not the watch cache)."""
+        try:
+            tfjob: dict[str, Any] | None = await client.get_tfjob(self.name, namespace=self.namespace)
+        except NotFoundError:
+            return None, []
+        pods = await client.list_job_pods(self.name, namespace=self.namespace)
+        return tfjob, pods
+
+    async def _at_deadline(
+        self, client: AsyncTFJobClient, target: WaitTarget, snapshot: JobSnapshot | None
+    ) -> WaitOutcome:
+        """Re-read the real state before declaring a timeout (apache/airflow#40018)."""
+        try:
+            tfjob, pods = await self._read(client)
+        except KubeApiError as error:
+            self.log.warning("Could not re-read TFJob %s at its deadline: %s", self.name, error.message)
+            tfjob = snapshot.tfjob if snapshot is not None else None
+            pods = list(snapshot.pods) if snapshot is not None else []
+        now = utc_now()
+        return target.judge(tfjob, pods, now=now) or target.timed_out(tfjob, pods, now=now)
+
+    async def on_kill(self) -> None:
+        """A user killed the deferred task (Airflow >= 3.3): delete the TFJob if ``cancel_on_kill``.
+
+        Never called on triggerer shutdown, restart or redistribution, nor on a trigger timeout.
+        Only the TFJob with this trigger's UID is deleted, never a replacement under the same name.
+        """
+        if not self.cancel_on_kill:
+            return
+        client = await self.hook.get_async_client()
+        try:
+            current = await client.get_tfjob(self.name, namespace=self.namespace)
+        except NotFoundError:
+            return
+        if self.uid is not None and uid_of(current) != self.uid:
+            self.log.info("TFJob %s/%s is another object now; not deleting it", self.namespace, self.name)
+            return
+        await client.delete_tfjob(self.name, namespace=self.namespace)
+        self.log.info("Task killed: deleted TFJob %s/%s (uid %s)", self.namespace, self.name, self.uid)
+
+
+__all__ = ["CLASSPATH", "TFJobTrigger", "describe_error"]

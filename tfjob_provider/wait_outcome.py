@@ -1,0 +1,384 @@
+"""When is a wait on a TFJob over, and what does it report?  Decided here, once, for every waiter.
+
+Why this module exists: three waiters — :class:`~tfjob_provider.triggers.tfjob.TFJobTrigger` in
+the triggerer's event loop, :class:`~tfjob_provider.operators.tfjob.TFJobOperator` waiting in its
+worker, and :class:`~tfjob_provider.sensors.tfjob.TFJobSensor` poking — must end a wait for
+exactly the same reasons and say the same thing about it:
+
+* a terminal verdict of :func:`tfjob_provider.policy.decide` (Succeeded or Failed);
+* the TFJob deleted, or replaced by another object of the same name (another UID) — Failed,
+  retryable, reason ``TFJobDeleted``: the cncf-kubernetes operators' worst complaint is a deleted
+  driver turning a task green;
+* no status from any training operator ``startup_timeout`` seconds after the TFJob's creation,
+  or replicas still Pending then — Failed, reason ``StartupTimeout``;
+* the absolute deadline — reported as a timeout only after a *fresh* read of the real state has
+  shown the job still unfinished (apache/airflow#40018: a restarted triggerer reported timeouts
+  for pods that had long finished).
+
+Every deadline is measured against the API server's own timestamps (``creationTimestamp``) or
+an absolute UTC time, never against "when this waiter started", so a triggerer restart or a
+reattached worker does not reset any clock.  The outcome crosses the triggerer → worker boundary
+as a ``TriggerEvent`` payload, so :class:`WaitOutcome` has an exact JSON round trip.
+
+Pure: the clock is passed in; standard library plus the verdict engine.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Final, Literal, get_args
+
+from tfjob_provider.policy import (
+    REASON_TFJOB_DELETED,
+    Rules,
+    Verdict,
+    VerdictState,
+    decide,
+)
+from tfjob_provider.reporting import job_times, pod_name
+
+OutcomeStatus = Literal["success", "failed", "timeout", "error"]
+OUTCOME_STATUSES: Final[tuple[str, ...]] = get_args(OutcomeStatus)
+
+#: Reason of the Failed verdict the waiters make when ``startup_timeout`` runs out.
+REASON_STARTUP_TIMEOUT: Final = "StartupTimeout"
+#: The message the issue asks for when nothing ever wrote a status on the TFJob.
+NOT_RECONCILED_MESSAGE: Final = "no training operator is reconciling this TFJob"
+#: Shortest pause between two re-evaluations of an unchanged snapshot (keeps a loop from spinning).
+MIN_RECHECK_SECONDS: Final = 0.05
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def parse_utc(value: str | datetime | None) -> datetime | None:
+    """An aware UTC datetime from an ISO 8601 / RFC 3339 string (``Z`` allowed) or a datetime."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        moment = value
+    else:
+        text = value.strip()
+        if text.endswith(("Z", "z")):
+            text = text[:-1] + "+00:00"
+        moment = datetime.fromisoformat(text)
+    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+
+
+def format_utc(moment: datetime | None) -> str | None:
+    """The ISO 8601 form used in trigger kwargs and events (``2026-01-02T03:04:05.123456+00:00``)."""
+    return None if moment is None else moment.astimezone(timezone.utc).isoformat()
+
+
+def earliest_deadline(candidates: Mapping[str, datetime | None]) -> tuple[datetime | None, str | None]:
+    """The earliest of several named deadlines (``{"timeout": t1, "execution_timeout": t2}``)."""
+    known = [(moment, name) for name, moment in candidates.items() if moment is not None]
+    if not known:
+        return None, None
+    moment, name = min(known, key=lambda item: item[0])
+    return moment, name
+
+
+@dataclass(frozen=True, kw_only=True)
+class WaitOutcome:
+    """How a wait ended; the payload of the trigger's one ``TriggerEvent``.
+
+    :param status: ``success`` (verdict Succeeded), ``failed`` (verdict Failed — see
+        ``verdict.retryable``), ``timeout`` (the deadline passed; ``verdict`` is the last state
+        seen) or ``error`` (the wait itself broke: API unreachable, forbidden…; no verdict).
+    :param uid: the UID of the TFJob the outcome is about, when one was seen.
+    :param start_time: ``status.startTime`` of the TFJob, when known.
+    :param completion_time: ``status.completionTime`` — or, before the training operator wrote
+        it, the ``finishedAt`` of the pods that decided the verdict.
+    """
+
+    status: OutcomeStatus
+    name: str
+    namespace: str
+    uid: str | None
+    message: str
+    verdict: Verdict | None = None
+    start_time: str | None = None
+    completion_time: str | None = None
+
+    def to_event(self) -> dict[str, Any]:
+        """JSON primitives only: str, bool, int, None, list and dict."""
+        return {
+            "status": self.status,
+            "name": self.name,
+            "namespace": self.namespace,
+            "uid": self.uid,
+            "message": self.message,
+            "verdict": None if self.verdict is None else self.verdict.to_dict(),
+            "start_time": self.start_time,
+            "completion_time": self.completion_time,
+        }
+
+    @classmethod
+    def from_event(cls, event: Mapping[str, Any]) -> WaitOutcome:
+        """Rebuild from :meth:`to_event` output; ValueError naming the problem otherwise."""
+        if not isinstance(event, Mapping):
+            raise ValueError(f"a TFJob trigger event must be a dict, got {type(event).__name__}")
+        status = event.get("status")
+        if status not in OUTCOME_STATUSES:
+            raise ValueError(f"trigger event status {status!r} is not one of {list(OUTCOME_STATUSES)}")
+        for key in ("name", "namespace", "message"):
+            if not isinstance(event.get(key), str):
+                raise ValueError(f"trigger event field {key!r} must be a string, got {event.get(key)!r}")
+        raw_verdict = event.get("verdict")
+        return cls(
+            status=status,
+            name=event["name"],
+            namespace=event["namespace"],
+            uid=event.get("uid") or None,
+            message=event["message"],
+            verdict=None if raw_verdict is None else Verdict.from_dict(raw_verdict),
+            start_time=event.get("start_time") or None,
+            completion_time=event.get("completion_time") or None,
+        )
+
+
+def _metadata(tfjob: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    metadata = (tfjob or {}).get("metadata")
+    return metadata if isinstance(metadata, Mapping) else {}
+
+
+def uid_of(tfjob: Mapping[str, Any] | None) -> str | None:
+    uid = _metadata(tfjob).get("uid")
+    return str(uid) if uid else None
+
+
+def has_operator_status(tfjob: Mapping[str, Any]) -> bool:
+    """Whether any training operator has written a condition on the TFJob (``Created`` at least)."""
+    status = tfjob.get("status")
+    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    return isinstance(conditions, list) and len(conditions) > 0
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g} s"
+
+
+@dataclass(frozen=True, kw_only=True)
+class WaitTarget:
+    """One wait: which TFJob, by which rules, until when.
+
+    :param uid: the UID of the TFJob being waited on; another object under the same name means
+        the original was deleted.  None accepts whichever TFJob carries the name (the sensor).
+    :param rules: the verdict rules; ``pending_timeout`` defaults to ``startup_timeout``.
+    :param startup_timeout: seconds after ``metadata.creationTimestamp`` by which a training
+        operator must have written a status and every replica must have left Pending.
+    :param deadline: absolute UTC time after which the wait ends as a timeout.
+    :param deadline_name: what the deadline comes from, for messages (``timeout``,
+        ``execution_timeout``).
+    :param wait_for_existence: a TFJob that does not exist (yet) is waited for, not a failure.
+    """
+
+    name: str
+    namespace: str
+    uid: str | None = None
+    rules: Rules | None = None
+    startup_timeout: float | None = None
+    deadline: datetime | None = None
+    deadline_name: str = "timeout"
+    wait_for_existence: bool = False
+
+    def effective_rules(self) -> Rules:
+        rules = self.rules or Rules()
+        if rules.pending_timeout is None and self.startup_timeout is not None and self.startup_timeout > 0:
+            rules = dataclasses.replace(rules, pending_timeout=float(self.startup_timeout))
+        return rules
+
+    # --- outcomes ------------------------------------------------------------------------------
+
+    def _outcome(
+        self,
+        status: OutcomeStatus,
+        message: str,
+        *,
+        tfjob: Mapping[str, Any] | None,
+        verdict: Verdict | None,
+        pods: Sequence[Mapping[str, Any]] = (),
+    ) -> WaitOutcome:
+        start, completion = job_times(tfjob, verdict=verdict, pods=pods)
+        return WaitOutcome(
+            status=status,
+            name=self.name,
+            namespace=self.namespace,
+            uid=uid_of(tfjob) or self.uid,
+            message=message,
+            verdict=verdict,
+            start_time=start,
+            completion_time=completion,
+        )
+
+    def deleted(self, *, replaced_by: str | None = None) -> WaitOutcome:
+        """The TFJob disappeared (or another object took its name) before it finished."""
+        where = f"TFJob {self.namespace}/{self.name}"
+        if replaced_by:
+            message = (
+                f"{where} (uid {self.uid}) was deleted and replaced by another TFJob (uid {replaced_by})"
+            )
+        elif self.uid is None and not self.wait_for_existence:
+            message = f"{where} does not exist"
+        else:
+            message = f"{where} was deleted before it finished"
+        verdict = Verdict(
+            state=VerdictState.FAILED,
+            retryable=True,
+            reason=REASON_TFJOB_DELETED,
+            message=message,
+            operator_finished=True,  # nothing of ours is left to delete (a replacement is not ours)
+        )
+        return WaitOutcome(
+            status="failed",
+            name=self.name,
+            namespace=self.namespace,
+            uid=self.uid,
+            message=message,
+            verdict=verdict,
+        )
+
+    def error(self, message: str) -> WaitOutcome:
+        return WaitOutcome(
+            status="error", name=self.name, namespace=self.namespace, uid=self.uid, message=message
+        )
+
+    def _startup_failure(
+        self, tfjob: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], verdict: Verdict, waited: float
+    ) -> WaitOutcome:
+        if not has_operator_status(tfjob):
+            message = (
+                f"{NOT_RECONCILED_MESSAGE}: TFJob {self.namespace}/{self.name} has no status "
+                f"{_seconds(round(waited, 1))} after its creation "
+                f"(startup_timeout {_seconds(self.startup_timeout or 0)}). "
+                "Is the Kubeflow training operator running, and does it watch this namespace?"
+            )
+            culprits: tuple[str, ...] = ()
+        else:
+            pending = tuple(pod_name(pod) for pod in pods if _phase(pod) in ("Pending", "", None))
+            listed = ", ".join(pending) if pending else "no pods created yet"
+            message = (
+                f"TFJob {self.namespace}/{self.name} did not start within startup_timeout "
+                f"{_seconds(self.startup_timeout or 0)}: replicas still Pending ({listed}); {verdict.message}"
+            )
+            culprits = pending
+        failed = Verdict(
+            state=VerdictState.FAILED,
+            retryable=True,
+            reason=REASON_STARTUP_TIMEOUT,
+            message=message,
+            culprits=culprits,
+            replicas=verdict.replicas,
+            operator_finished=False,
+        )
+        return self._outcome("failed", message, tfjob=tfjob, verdict=failed, pods=pods)
+
+    # --- judging -------------------------------------------------------------------------------
+
+    def judge(
+        self,
+        tfjob: Mapping[str, Any] | None,
+        pods: Sequence[Mapping[str, Any]],
+        *,
+        now: datetime,
+        deleted: bool = False,
+    ) -> WaitOutcome | None:
+        """The outcome this state of the TFJob and its pods means at ``now``, or None to wait on.
+
+        The deadline is *not* applied here: when :meth:`deadline_passed`, read the state afresh,
+        call this again, and only if it still returns None report :meth:`timed_out`.
+        """
+        if tfjob is None:
+            if deleted or self.uid is not None or not self.wait_for_existence:
+                return self.deleted()
+            return None
+        current_uid = uid_of(tfjob)
+        if self.uid is not None and current_uid is not None and current_uid != self.uid:
+            return self.deleted(replaced_by=current_uid)
+        verdict = decide(tfjob, pods, now=now, rules=self.effective_rules())
+        if verdict.state is VerdictState.SUCCEEDED:
+            return self._outcome("success", verdict.message, tfjob=tfjob, verdict=verdict, pods=pods)
+        if verdict.state is VerdictState.FAILED:
+            return self._outcome("failed", verdict.message, tfjob=tfjob, verdict=verdict, pods=pods)
+        if _metadata(tfjob).get("deletionTimestamp"):
+            return self.deleted()
+        waited = self._seconds_since_creation(tfjob, now)
+        if (
+            verdict.state is VerdictState.PENDING
+            and self.startup_timeout is not None
+            and waited is not None
+            and waited >= self.startup_timeout
+        ):
+            return self._startup_failure(tfjob, pods, verdict, waited)
+        return None
+
+    def deadline_passed(self, now: datetime) -> bool:
+        return self.deadline is not None and now >= self.deadline
+
+    def timed_out(
+        self, tfjob: Mapping[str, Any] | None, pods: Sequence[Mapping[str, Any]], *, now: datetime
+    ) -> WaitOutcome:
+        """The timeout outcome, to be built from a *fresh* read for which :meth:`judge` said None."""
+        when = format_utc(self.deadline) or "?"
+        if tfjob is None:
+            message = (
+                f"{self.deadline_name} reached at {when}: TFJob {self.namespace}/{self.name} does not exist"
+            )
+            return self._outcome("timeout", message, tfjob=None, verdict=None)
+        verdict = decide(tfjob, pods, now=now, rules=self.effective_rules())
+        message = (
+            f"{self.deadline_name} reached at {when} while TFJob {self.namespace}/{self.name} was still "
+            f"{verdict.state.value}: {verdict.message}"
+        )
+        return self._outcome("timeout", message, tfjob=tfjob, verdict=verdict, pods=pods)
+
+    def _seconds_since_creation(self, tfjob: Mapping[str, Any], now: datetime) -> float | None:
+        try:
+            created = parse_utc(_metadata(tfjob).get("creationTimestamp"))
+        except (TypeError, ValueError):
+            return None
+        return None if created is None else (now - created).total_seconds()
+
+    def seconds_until_recheck(
+        self, tfjob: Mapping[str, Any] | None, *, now: datetime, interval: float
+    ) -> float:
+        """How long an unchanged snapshot may rest before time alone could change the outcome.
+
+        Bounded by ``interval`` (time-based rules inside the verdict: pending timeouts,
+        ``activeDeadlineSeconds``), the deadline, and the end of the startup window.
+        """
+        wait = interval
+        if self.deadline is not None:
+            wait = min(wait, (self.deadline - now).total_seconds())
+        if tfjob is not None and self.startup_timeout is not None:
+            waited = self._seconds_since_creation(tfjob, now)
+            if waited is not None and waited < self.startup_timeout:
+                wait = min(wait, self.startup_timeout - waited)
+        return max(wait, MIN_RECHECK_SECONDS)
+
+
+def _phase(pod: Mapping[str, Any]) -> str | None:
+    status = pod.get("status")
+    phase = status.get("phase") if isinstance(status, Mapping) else None
+    return phase if isinstance(phase, str) else None
+
+
+__all__ = [
+    "NOT_RECONCILED_MESSAGE",
+    "OUTCOME_STATUSES",
+    "REASON_STARTUP_TIMEOUT",
+    "OutcomeStatus",
+    "WaitOutcome",
+    "WaitTarget",
+    "earliest_deadline",
+    "format_utc",
+    "has_operator_status",
+    "parse_utc",
+    "uid_of",
+    "utc_now",
+]
