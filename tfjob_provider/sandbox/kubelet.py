@@ -260,8 +260,12 @@ class Kubelet:
 
     # -- faults ---------------------------------------------------------------------------------
 
-    def evict(self, namespace: str, pod: str, *, message: str = DEFAULT_EVICTION_MESSAGE) -> None:
-        """Evict ``pod`` as node-pressure eviction does: kill its containers, phase Failed/Evicted."""
+    def evict(self, namespace: str, pod: str, *, message: str | None = None) -> None:
+        """Evict ``pod`` as node-pressure eviction does: kill its containers, phase Failed/Evicted.
+
+        ``message`` defaults to :data:`DEFAULT_EVICTION_MESSAGE`.
+        """
+        message = DEFAULT_EVICTION_MESSAGE if message is None else message
         record = self._record(namespace, pod)
         if record is None or record.terminal:
             raise ApiError(404, "NotFound", f'pod "{pod}" is not running on node {self.node_name}')
