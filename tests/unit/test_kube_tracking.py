@@ -1,0 +1,151 @@
+"""Folding TFJob and pod events into snapshots."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tfjob_provider.kube.tracking import JobSnapshot, JobTracker, slim_pod
+
+NS = "ns"
+KEY = (NS, "mnist")
+
+
+def tfjob(name: str = "mnist", uid: str = "job-1", **status: Any) -> dict[str, Any]:
+    return {
+        "kind": "TFJob",
+        "metadata": {"name": name, "namespace": NS, "uid": uid, "managedFields": [{"big": "x" * 100}]},
+        "spec": {"tfReplicaSpecs": {"Worker": {"replicas": 2}}},
+        "status": status,
+    }
+
+
+def pod(
+    name: str, *, job: str = "mnist", uid: str = "pod-1", owner: str | None = "job-1", phase: str = "Running"
+) -> dict[str, Any]:
+    metadata: dict[str, Any] = {
+        "name": name,
+        "namespace": NS,
+        "uid": uid,
+        "labels": {"training.kubeflow.org/job-name": job, "training.kubeflow.org/replica-type": "worker"},
+        "managedFields": [{"noise": True}],
+        "annotations": {"big": "y" * 1000},
+    }
+    if owner:
+        metadata["ownerReferences"] = [
+            {"kind": "TFJob", "name": job, "uid": owner, "controller": True, "apiVersion": "x"}
+        ]
+    return {
+        "metadata": metadata,
+        "spec": {"containers": [{"name": "tensorflow", "image": "i", "env": [1] * 50}]},
+        "status": {"phase": phase},
+    }
+
+
+def names(snapshot: JobSnapshot) -> list[str]:
+    return [p["metadata"]["name"] for p in snapshot.pods]
+
+
+def test_unknown_job_is_neither_present_nor_deleted() -> None:
+    assert JobTracker(namespace=NS).snapshot(KEY) == JobSnapshot(tfjob=None, pods=(), deleted=False)
+
+
+def test_events_build_the_snapshot_and_managed_fields_are_dropped() -> None:
+    tracker = JobTracker(namespace=NS, only=[KEY])
+    assert tracker.apply_tfjob_event("ADDED", tfjob()) == {KEY}
+    tracker.apply_pod_event("ADDED", pod("mnist-worker-1", uid="b"))
+    tracker.apply_pod_event("ADDED", pod("mnist-worker-0", uid="a"))
+    snapshot = tracker.snapshot(KEY)
+    assert snapshot.uid == "job-1" and not snapshot.deleted
+    assert names(snapshot) == ["mnist-worker-0", "mnist-worker-1"]
+    assert snapshot.tfjob is not None and "managedFields" not in snapshot.tfjob["metadata"]
+    assert all("managedFields" not in p["metadata"] for p in snapshot.pods)
+
+
+def test_other_jobs_are_ignored_when_tracking_one() -> None:
+    tracker = JobTracker(namespace=NS, only=[KEY])
+    assert tracker.apply_tfjob_event("ADDED", tfjob(name="other")) == set()
+    assert tracker.apply_pod_event("ADDED", pod("other-worker-0", job="other")) == set()
+    assert tracker.keys() == set()
+
+
+def test_pod_recreated_with_the_same_name_replaces_the_old_one() -> None:
+    tracker = JobTracker(namespace=NS)
+    tracker.apply_tfjob_event("ADDED", tfjob())
+    tracker.apply_pod_event("ADDED", pod("mnist-worker-0", uid="old", phase="Failed"))
+    tracker.apply_pod_event("ADDED", pod("mnist-worker-0", uid="new", phase="Pending"))
+    # The old incarnation's DELETED arrives late: it must not remove the new pod.
+    tracker.apply_pod_event("DELETED", pod("mnist-worker-0", uid="old", phase="Failed"))
+    (only,) = tracker.snapshot(KEY).pods
+    assert only["metadata"]["uid"] == "new" and only["status"]["phase"] == "Pending"
+
+
+def test_deleted_then_added_pod() -> None:
+    tracker = JobTracker(namespace=NS)
+    tracker.apply_pod_event("ADDED", pod("mnist-worker-0", uid="a"))
+    tracker.apply_pod_event("DELETED", pod("mnist-worker-0", uid="a"))
+    assert tracker.snapshot(KEY).pods == ()
+    tracker.apply_pod_event("ADDED", pod("mnist-worker-0", uid="b"))
+    assert [p["metadata"]["uid"] for p in tracker.snapshot(KEY).pods] == ["b"]
+
+
+def test_relist_replaces_and_drops_vanished_pods() -> None:
+    tracker = JobTracker(namespace=NS)
+    tracker.apply_pod_event("ADDED", pod("mnist-worker-0", uid="a"))
+    tracker.apply_pod_event("ADDED", pod("mnist-worker-1", uid="b"))
+    changed = tracker.relist_pods([pod("mnist-worker-1", uid="b", phase="Succeeded")])
+    assert changed == {KEY}
+    snapshot = tracker.snapshot(KEY)
+    assert names(snapshot) == ["mnist-worker-1"] and snapshot.pods[0]["status"]["phase"] == "Succeeded"
+
+
+def test_tfjob_deleted_by_event() -> None:
+    tracker = JobTracker(namespace=NS)
+    tracker.apply_tfjob_event("ADDED", tfjob())
+    tracker.apply_tfjob_event("DELETED", tfjob())
+    assert tracker.snapshot(KEY) == JobSnapshot(tfjob=None, pods=(), deleted=True)
+
+
+def test_tfjob_missing_from_a_relist_counts_as_deleted_and_a_new_one_revives_it() -> None:
+    tracker = JobTracker(namespace=NS)
+    tracker.relist_tfjobs([tfjob()])
+    tracker.relist_tfjobs([])
+    assert tracker.snapshot(KEY).deleted
+    tracker.apply_tfjob_event("ADDED", tfjob(uid="job-2"))
+    snapshot = tracker.snapshot(KEY)
+    assert not snapshot.deleted and snapshot.uid == "job-2"
+
+
+def test_pods_of_an_earlier_job_with_the_same_name_are_excluded() -> None:
+    tracker = JobTracker(namespace=NS)
+    tracker.apply_tfjob_event("ADDED", tfjob(uid="job-2"))
+    tracker.apply_pod_event("ADDED", pod("mnist-worker-0", uid="a", owner="job-1"))
+    tracker.apply_pod_event("ADDED", pod("mnist-worker-1", uid="b", owner="job-2"))
+    assert names(tracker.snapshot(KEY)) == ["mnist-worker-1"]
+
+
+def test_many_jobs_are_keyed_by_namespace_and_name() -> None:
+    tracker = JobTracker(namespace=NS)
+    assert tracker.apply_pod_event("ADDED", pod("a-worker-0", job="a", owner=None)) == {(NS, "a")}
+    assert tracker.apply_pod_event("ADDED", pod("b-worker-0", job="b", owner=None)) == {(NS, "b")}
+    assert names(tracker.snapshot((NS, "a"))) == ["a-worker-0"]
+    assert names(tracker.snapshot((NS, "b"))) == ["b-worker-0"]
+
+
+def test_slim_pods_keep_status_and_identity_but_not_bulk() -> None:
+    full = pod("mnist-worker-0")
+    slim = slim_pod(full)
+    assert slim["status"] == full["status"]
+    assert slim["metadata"]["labels"] == full["metadata"]["labels"]
+    assert slim["metadata"]["ownerReferences"] == [
+        {"kind": "TFJob", "name": "mnist", "uid": "job-1", "controller": True}
+    ]
+    assert "annotations" not in slim["metadata"] and slim["spec"]["containers"] == [{"name": "tensorflow"}]
+    assert len(repr(slim)) < len(repr(full)) / 2
+
+
+def test_forget_drops_a_job() -> None:
+    tracker = JobTracker(namespace=NS, slim=True)
+    tracker.apply_tfjob_event("ADDED", tfjob())
+    tracker.apply_tfjob_event("DELETED", tfjob())
+    tracker.forget(KEY)
+    assert tracker.keys() == set()
