@@ -94,3 +94,23 @@ def run_dag(dag: Any, **test_kwargs: Any) -> RunOutcome:
         }
     state = str(dag_run.state)
     return RunOutcome(dag_id=dag.dag_id, run_id=dag_run.run_id, state=state, tasks=tasks)
+
+
+def xcom_value(outcome: RunOutcome, task_id: str, key: str = "return_value", map_index: int = -1) -> Any:
+    """The XCom ``key`` a task instance of the run pushed (deserialised), or None when absent."""
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        row = (
+            session.query(XComModel)
+            .filter(
+                XComModel.dag_id == outcome.dag_id,
+                XComModel.run_id == outcome.run_id,
+                XComModel.task_id == task_id,
+                XComModel.key == key,
+                XComModel.map_index == map_index,
+            )
+            .one_or_none()
+        )
+        return None if row is None else XComModel.deserialize_value(row)

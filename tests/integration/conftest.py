@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,3 +26,33 @@ def dags_folder(airflow_db: None) -> Iterator[Path]:
     for path in set(DAGS_FOLDER.iterdir()) - before:
         if path.is_file():
             path.unlink()
+
+
+#: Short kubelet back-offs so crash-looping test pods restart quickly.
+FAST_SANDBOX_OPTIONS: dict[str, Any] = {"backoff_initial": 0.2, "backoff_cap": 1.0}
+
+
+@pytest.fixture(scope="session")
+def shared_sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One sandbox cluster for every integration test that injects no faults (isolated by job names)."""
+    from tfjob_provider.sandbox.testing import running_sandbox
+
+    with running_sandbox(workdir=tmp_path_factory.mktemp("shared-pods"), **FAST_SANDBOX_OPTIONS) as sandbox:
+        yield sandbox
+
+
+@pytest.fixture
+def cluster(shared_sandbox: Any, dags_folder: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The shared sandbox, reachable from Airflow as ``kubernetes_default`` for this test."""
+    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", shared_sandbox.airflow_conn_uri)
+    return shared_sandbox
+
+
+@pytest.fixture
+def own_cluster(tmp_path: Path, dags_folder: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """A sandbox of this test's own, for tests that inject faults or restart parts of it."""
+    from tfjob_provider.sandbox.testing import running_sandbox
+
+    with running_sandbox(workdir=tmp_path / "pods", **FAST_SANDBOX_OPTIONS) as sandbox:
+        monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", sandbox.airflow_conn_uri)
+        yield sandbox

@@ -92,13 +92,14 @@ DEFERRAL_TIMEOUT_MARGIN: Final = timedelta(seconds=60)
 #: Seconds the chief's log stream gets to deliver its last lines before the outcome is reported.
 LOG_DRAIN_SECONDS: Final = 2.0
 
-#: Typed manifest parameters, passed one-to-one to :func:`tfjob_provider.manifest.build_tfjob`.
+#: Typed manifest parameters, passed to :func:`tfjob_provider.manifest.build_tfjob` under the same
+#: names (``container_resources`` becomes its ``resources``).
 BUILDER_FIELDS: Final = (
     "image",
     "command",
     "args",
     "env",
-    "resources",
+    "container_resources",
     "node_selector",
     "tolerations",
     "restart_policy",
@@ -155,7 +156,8 @@ class TFJobOperator(BaseOperator):
     :param command: container command (typed build).
     :param args: container arguments (typed build).
     :param env: environment, a dict or a list of Kubernetes ``EnvVar`` dicts (typed build).
-    :param resources: container resources, e.g. ``{"limits": {"nvidia.com/gpu": 1}}`` (typed build).
+    :param container_resources: container resources, e.g. ``{"limits": {"nvidia.com/gpu": 1}}``
+        (typed build; ``resources`` is taken by Airflow's BaseOperator).
     :param node_selector: pod node selector (typed build).
     :param tolerations: pod tolerations (typed build).
     :param restart_policy: replica restart policy: ``Never``, ``OnFailure``, ``Always`` or
@@ -220,7 +222,7 @@ class TFJobOperator(BaseOperator):
         "command": "json",
         "args": "json",
         "env": "json",
-        "resources": "json",
+        "container_resources": "json",
         "node_selector": "json",
         "tolerations": "json",
         "chief": "json",
@@ -244,7 +246,7 @@ class TFJobOperator(BaseOperator):
         command: Sequence[str] | None = None,
         args: Sequence[str] | None = None,
         env: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
-        resources: Mapping[str, Any] | None = None,
+        container_resources: Mapping[str, Any] | None = None,
         node_selector: Mapping[str, str] | None = None,
         tolerations: Sequence[Mapping[str, Any]] | None = None,
         restart_policy: str = DEFAULT_RESTART_POLICY,
@@ -300,7 +302,7 @@ class TFJobOperator(BaseOperator):
         self.command = command
         self.args = args
         self.env = env
-        self.resources = resources
+        self.container_resources = container_resources
         self.node_selector = node_selector
         self.tolerations = tolerations
         self.restart_policy = restart_policy
@@ -375,6 +377,7 @@ class TFJobOperator(BaseOperator):
                     )
             else:
                 typed = {field: getattr(self, field) for field in BUILDER_FIELDS}
+                typed["resources"] = typed.pop("container_resources")
                 manifest = build_tfjob(name=name, **typed)
             namespace = resolve_namespace(
                 manifest, requested=self.namespace, fallback=self.hook.get_namespace()

@@ -1,0 +1,176 @@
+"""The shared judge of every wait: when it is over and what it reports (trigger, worker and sensor alike)."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+
+from tests.unit.factories import JOB_NAME, JOB_UID, NAMESPACE, NOW, condition, make_pod, make_tfjob
+from tfjob_provider.policy import REASON_PENDING_TIMEOUT, REASON_TFJOB_DELETED, Rules, VerdictState
+from tfjob_provider.wait_outcome import (
+    MIN_RECHECK_SECONDS,
+    NOT_RECONCILED_MESSAGE,
+    REASON_STARTUP_TIMEOUT,
+    WaitOutcome,
+    WaitTarget,
+    earliest_deadline,
+    format_utc,
+    parse_utc,
+)
+
+CREATED = NOW - timedelta(minutes=11)  # the factories' creationTimestamp
+
+
+def target(**overrides: object) -> WaitTarget:
+    fields: dict[str, object] = {"name": JOB_NAME, "namespace": NAMESPACE, "uid": JOB_UID}
+    fields.update(overrides)
+    return WaitTarget(**fields)  # type: ignore[arg-type]
+
+
+def test_a_running_job_keeps_the_wait_going() -> None:
+    job = make_tfjob({"Chief": 1, "Worker": 1}, conditions=[condition("Created"), condition("Running")])
+    assert target().judge(job, [make_pod("Chief"), make_pod("Worker")], now=NOW) is None
+
+
+def test_chief_success_ends_the_wait_with_the_verdict_and_times() -> None:
+    job = make_tfjob({"Chief": 1, "Worker": 1})
+    outcome = target().judge(job, [make_pod("Chief", phase="Succeeded"), make_pod("Worker")], now=NOW)
+    assert outcome is not None and outcome.status == "success"
+    assert outcome.verdict is not None and outcome.verdict.state is VerdictState.SUCCEEDED
+    assert (outcome.uid, outcome.start_time) == (JOB_UID, "2025-03-01T11:50:00Z")
+    assert outcome.completion_time == "2025-03-01T11:59:00Z"  # the chief's finishedAt
+
+
+def test_a_failure_ends_the_wait_as_failed() -> None:
+    job = make_tfjob({"Chief": 1, "PS": 1})
+    outcome = target().judge(job, [make_pod("Chief"), make_pod("PS", phase="Failed", exit_code=2)], now=NOW)
+    assert outcome is not None and outcome.status == "failed"
+    assert outcome.verdict is not None and outcome.verdict.retryable is False
+
+
+@pytest.mark.parametrize("deleted", [True, False])
+def test_a_vanished_tfjob_is_failed_retryable_tfjob_deleted(deleted: bool) -> None:
+    outcome = target().judge(None, [], now=NOW, deleted=deleted)
+    assert outcome is not None and outcome.status == "failed"
+    assert outcome.verdict is not None
+    assert (outcome.verdict.reason, outcome.verdict.retryable) == (REASON_TFJOB_DELETED, True)
+    assert outcome.verdict.operator_finished is True  # nothing left to delete
+
+
+def test_a_replacement_under_the_same_name_counts_as_deleted() -> None:
+    job = make_tfjob({"Chief": 1}, uid="another-uid")
+    outcome = target().judge(job, [make_pod("Chief", phase="Succeeded", owner_uid="another-uid")], now=NOW)
+    assert outcome is not None and outcome.verdict is not None
+    assert outcome.verdict.reason == REASON_TFJOB_DELETED
+    assert "replaced by another TFJob (uid another-uid)" in outcome.message
+
+
+def test_a_tfjob_being_deleted_ends_the_wait_unless_it_already_finished() -> None:
+    job = make_tfjob({"Chief": 1, "Worker": 1})
+    job["metadata"]["deletionTimestamp"] = "2025-03-01T11:59:59Z"
+    running = target().judge(job, [make_pod("Chief"), make_pod("Worker")], now=NOW)
+    assert (
+        running is not None and running.verdict is not None and running.verdict.reason == REASON_TFJOB_DELETED
+    )
+    done = target().judge(job, [make_pod("Chief", phase="Succeeded"), make_pod("Worker")], now=NOW)
+    assert done is not None and done.status == "success"
+
+
+def test_the_sensor_waits_for_a_tfjob_that_does_not_exist_yet() -> None:
+    sensor = target(uid=None, wait_for_existence=True)
+    assert sensor.judge(None, [], now=NOW) is None
+    assert target(uid=None).judge(None, [], now=NOW) is not None
+
+
+def test_no_status_after_startup_timeout_means_no_training_operator() -> None:
+    job = make_tfjob({"Chief": 1}, conditions=[], start_time=None)
+    waiting = target(startup_timeout=11 * 60 + 1)
+    assert waiting.judge(job, [], now=NOW) is None
+    outcome = target(startup_timeout=600).judge(job, [], now=NOW)
+    assert outcome is not None and outcome.status == "failed" and outcome.verdict is not None
+    assert outcome.message.startswith(NOT_RECONCILED_MESSAGE)
+    assert (outcome.verdict.reason, outcome.verdict.retryable, outcome.verdict.operator_finished) == (
+        REASON_STARTUP_TIMEOUT,
+        True,
+        False,
+    )
+
+
+def test_pending_replicas_after_startup_timeout_fail_the_job() -> None:
+    job = make_tfjob({"Chief": 1, "Worker": 1})
+    pods = [
+        make_pod("Chief", phase="Pending", created=NOW - timedelta(seconds=30)),
+        make_pod("Worker", phase="Pending", created=NOW - timedelta(seconds=30)),
+    ]
+    outcome = target(startup_timeout=600).judge(job, pods, now=NOW)
+    assert outcome is not None and outcome.verdict is not None
+    assert outcome.verdict.reason == REASON_STARTUP_TIMEOUT
+    assert set(outcome.verdict.culprits) == {"mnist-chief-0", "mnist-worker-0"}
+
+
+def test_startup_timeout_is_each_replicas_pending_limit_unless_rules_say_otherwise() -> None:
+    assert target(startup_timeout=120).effective_rules().pending_timeout == 120.0
+    own = Rules(pending_timeout=30)
+    assert target(startup_timeout=120, rules=own).effective_rules().pending_timeout == 30.0
+    job = make_tfjob({"Chief": 1, "Worker": 1}, conditions=[condition("Created"), condition("Running")])
+    pods = [make_pod("Chief"), make_pod("Worker", phase="Pending", created=NOW - timedelta(seconds=200))]
+    outcome = target(startup_timeout=120).judge(job, pods, now=NOW)
+    assert outcome is not None and outcome.verdict is not None
+    assert outcome.verdict.reason == REASON_PENDING_TIMEOUT
+
+
+def test_a_suspended_job_is_not_a_startup_failure() -> None:
+    job = make_tfjob(
+        {"Chief": 1}, run_policy={"suspend": True}, conditions=[condition("Created"), condition("Suspended")]
+    )
+    assert target(startup_timeout=1).judge(job, [], now=NOW) is None
+
+
+def test_timeout_reports_the_state_seen_on_the_fresh_read() -> None:
+    deadline = NOW - timedelta(seconds=1)
+    waiting = target(deadline=deadline, deadline_name="execution_timeout")
+    assert waiting.deadline_passed(NOW) and not waiting.deadline_passed(deadline - timedelta(seconds=1))
+    job = make_tfjob({"Chief": 1, "Worker": 1}, conditions=[condition("Created"), condition("Running")])
+    outcome = waiting.timed_out(job, [make_pod("Chief"), make_pod("Worker")], now=NOW)
+    assert outcome.status == "timeout"
+    assert outcome.message.startswith(f"execution_timeout reached at {format_utc(deadline)} while TFJob")
+    assert outcome.verdict is not None and outcome.verdict.state is VerdictState.RUNNING
+
+
+def test_recheck_pause_is_bounded_by_interval_deadline_and_startup_window() -> None:
+    job = make_tfjob({"Chief": 1}, conditions=[], start_time=None)
+    assert target().seconds_until_recheck(job, now=NOW, interval=10) == 10
+    assert target(deadline=NOW + timedelta(seconds=3)).seconds_until_recheck(job, now=NOW, interval=10) == 3
+    assert target(startup_timeout=11 * 60 + 2).seconds_until_recheck(job, now=NOW, interval=10) == 2
+    past = target(deadline=NOW - timedelta(seconds=5))
+    assert past.seconds_until_recheck(job, now=NOW, interval=10) == MIN_RECHECK_SECONDS
+
+
+def test_outcome_event_round_trips_through_json() -> None:
+    job = make_tfjob({"Chief": 1, "Worker": 1})
+    outcome = target().judge(job, [make_pod("Chief", phase="Succeeded"), make_pod("Worker")], now=NOW)
+    assert outcome is not None
+    event = json.loads(json.dumps(outcome.to_event()))
+    assert set(event) == {
+        "status",
+        "name",
+        "namespace",
+        "uid",
+        "message",
+        "verdict",
+        "start_time",
+        "completion_time",
+    }
+    assert WaitOutcome.from_event(event) == outcome
+    with pytest.raises(ValueError, match="status 'done'"):
+        WaitOutcome.from_event({**event, "status": "done"})
+
+
+def test_deadlines_are_absolute_utc_and_the_earliest_wins() -> None:
+    early, late = NOW, NOW + timedelta(hours=1)
+    assert earliest_deadline({"timeout": late, "execution_timeout": early}) == (early, "execution_timeout")
+    assert earliest_deadline({"timeout": None}) == (None, None)
+    assert parse_utc(format_utc(early)) == early
+    assert parse_utc("2025-03-01T12:00:00Z") == NOW
