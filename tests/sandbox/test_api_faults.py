@@ -1,0 +1,178 @@
+"""API faults: 5xx, 429 + Retry-After, connection resets, latency, dropped watches — in process and over HTTP."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import urllib3
+from kubernetes import client, config
+
+from tfjob_provider.sandbox import Sandbox
+from tfjob_provider.sandbox.admin_client import SandboxAdminClient
+from tfjob_provider.sandbox.testing import running_sandbox, tfjob_manifest
+
+
+@pytest.fixture
+def faulty(tmp_path: Path) -> Iterator[Sandbox]:
+    with running_sandbox(workdir=tmp_path / "pods", fault_seed=7, bookmark_interval=0.2) as sb:
+        yield sb
+
+
+@pytest.fixture
+def core(faulty: Sandbox) -> Iterator[client.CoreV1Api]:
+    configuration = client.Configuration()
+    config.load_kube_config(config_file=str(faulty.kubeconfig_path), client_configuration=configuration)
+    configuration.retries = False  # let each fault reach the test instead of urllib3's retry loop
+    api = client.ApiClient(configuration)
+    yield client.CoreV1Api(api)
+    api.close()
+
+
+def _status_of(call: Any, *args: Any, **kwargs: Any) -> tuple[int, dict[str, Any], Any]:
+    with pytest.raises(client.ApiException) as error:
+        call(*args, **kwargs)
+    return error.value.status, json.loads(error.value.body), error.value.headers
+
+
+def test_next_n_requests_fail_with_500_then_recover(faulty: Sandbox, core: client.CoreV1Api) -> None:
+    faulty.fail_requests(500, count=2)
+    for _ in range(2):
+        status, body, _ = _status_of(core.list_namespaced_pod, "default")
+        assert (status, body["reason"]) == (500, "InternalError")
+    assert core.list_namespaced_pod("default").items == []
+
+
+def test_503_is_service_unavailable(faulty: Sandbox, core: client.CoreV1Api) -> None:
+    faulty.fail_requests(503)
+    status, body, _ = _status_of(core.read_namespace, "default")
+    assert (status, body["reason"]) == (503, "ServiceUnavailable")
+
+
+def test_429_carries_retry_after(faulty: Sandbox, core: client.CoreV1Api) -> None:
+    faulty.fail_requests(429, retry_after=7)
+    status, body, headers = _status_of(core.list_namespaced_pod, "default")
+    assert (status, body["reason"]) == (429, "TooManyRequests")
+    assert headers["Retry-After"] == "7"
+    assert body["details"]["retryAfterSeconds"] == 7
+
+
+def test_faults_can_target_verbs_and_resources(faulty: Sandbox, core: client.CoreV1Api) -> None:
+    faulty.fail_requests(500, count=None, verbs=["create"], resources=["tfjobs"])
+    tfjobs = client.CustomObjectsApi(core.api_client)
+    assert core.list_namespaced_pod("default").items == []
+    assert tfjobs.list_namespaced_custom_object("kubeflow.org", "v1", "default", "tfjobs")["items"] == []
+    for _ in range(3):
+        status, _, _ = _status_of(
+            tfjobs.create_namespaced_custom_object, "kubeflow.org", "v1", "default", "tfjobs", tfjob_manifest("f")
+        )
+        assert status == 500
+    faulty.clear_api_faults()
+    assert tfjobs.create_namespaced_custom_object("kubeflow.org", "v1", "default", "tfjobs", tfjob_manifest("f"))
+
+
+def test_subresource_filters(faulty: Sandbox, core: client.CoreV1Api) -> None:
+    faulty.fail_requests(503, count=None, resources=["pods/log"])
+    status, _, _ = _status_of(core.read_namespaced_pod_log, "missing", "default")
+    assert status == 503
+    assert core.list_namespaced_pod("default").items == []
+
+
+def test_connection_reset_reaches_the_client(faulty: Sandbox, core: client.CoreV1Api) -> None:
+    faulty.reset_connections(count=1)
+    with pytest.raises(urllib3.exceptions.HTTPError):
+        core.list_namespaced_pod("default")
+    assert core.list_namespaced_pod("default").items == []
+
+
+def test_added_latency(faulty: Sandbox, core: client.CoreV1Api) -> None:
+    faulty.add_latency(0.4, count=1)
+    started = time.monotonic()
+    core.list_namespaced_pod("default")
+    slow = time.monotonic() - started
+    started = time.monotonic()
+    core.list_namespaced_pod("default")
+    fast = time.monotonic() - started
+    assert slow >= 0.4 > fast
+
+
+def test_rate_faults_hit_a_fraction_of_requests(faulty: Sandbox, core: client.CoreV1Api) -> None:
+    faulty.api_fault("status", status=500, rate=0.5, resources=["namespaces"])
+    failures = 0
+    for _ in range(40):
+        try:
+            core.read_namespace("default")
+        except client.ApiException as error:
+            assert error.status == 500
+            failures += 1
+    assert 8 <= failures <= 32
+
+
+def _watch_in_thread(core: client.CoreV1Api) -> tuple[threading.Thread, dict[str, Any]]:
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        started = time.monotonic()
+        try:
+            response = core.list_namespaced_service(
+                "default", watch=True, resource_version="1", timeout_seconds=30, _preload_content=False
+            )
+            outcome["lines"] = [line for line in response.stream() if line.strip()]
+        except Exception as error:  # noqa: BLE001 - recorded for the assertion
+            outcome["error"] = error
+        outcome["elapsed"] = time.monotonic() - started
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, outcome
+
+
+def _wait_for_open_watches(sandbox: Sandbox, count: int) -> None:
+    deadline = time.monotonic() + 10
+    while sandbox.server.watches.open_count < count:
+        assert time.monotonic() < deadline, "watch never opened"
+        time.sleep(0.02)
+
+
+def test_drop_watches_ends_open_streams_cleanly(faulty: Sandbox, core: client.CoreV1Api) -> None:
+    thread, outcome = _watch_in_thread(core)
+    _wait_for_open_watches(faulty, 1)
+    assert faulty.drop_watches() == 1
+    thread.join(10)
+    assert "error" not in outcome and outcome["elapsed"] < 10
+
+
+def test_drop_watches_with_abort_resets_connections(faulty: Sandbox, core: client.CoreV1Api) -> None:
+    thread, outcome = _watch_in_thread(core)
+    _wait_for_open_watches(faulty, 1)
+    assert faulty.drop_watches(abort=True) == 1
+    thread.join(10)
+    assert isinstance(outcome.get("error"), urllib3.exceptions.HTTPError)
+
+
+def test_admin_endpoints_drive_the_same_faults(faulty: Sandbox, core: client.CoreV1Api) -> None:
+    admin = SandboxAdminClient.from_kubeconfig(faulty.kubeconfig_path)
+    fault_id = admin.api_fault("status", status=503, verbs=["list"], resources=["pods"])
+    assert [rule["id"] for rule in admin.api_faults()] == [fault_id]
+    status, _, _ = _status_of(core.list_namespaced_pod, "default")
+    assert status == 503
+    assert admin.status()["resourceVersion"]  # admin calls are never subject to API faults
+    admin.clear_api_faults(fault_id)
+    assert core.list_namespaced_pod("default").items == []
+    created = core.create_namespaced_service("default", {"metadata": {"name": "s"}, "spec": {"ports": [{"port": 1}]}})
+    admin.expire_watch_history()
+    response = core.list_namespaced_service(
+        "default", watch=True, resource_version=str(int(created.metadata.resource_version) - 1),
+        timeout_seconds=1, _preload_content=False,
+    )
+    events = [json.loads(line) for line in response.stream() if line.strip()]
+    assert events[0]["type"] == "ERROR" and events[0]["object"]["code"] == 410
+    admin.stop_operator()
+    assert admin.status()["operatorRunning"] is False
+    admin.start_operator()
+    assert admin.status()["operatorRunning"] is True
