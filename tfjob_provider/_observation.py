@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tfjob_provider._pods import operator_exit_code, restart_total
+from tfjob_provider._pods import operator_exit_code, restarts_of
 from tfjob_provider._readers import as_int, as_list, as_mapping
 from tfjob_provider._tfjob import RESTARTING_POLICIES, JobView, ReplicaSpec
 from tfjob_provider.constants import (
@@ -24,6 +24,9 @@ from tfjob_provider.constants import (
     LABEL_REPLICA_TYPE,
 )
 from tfjob_provider.constants import OPERATOR_NAME as TFJOB_CONTROLLER
+
+#: (type, index label, pod, metadata, status, phase, deleting, restarts) of a pod alone in its slot so far.
+_Slotted = tuple[str, str, Mapping[str, Any], Mapping[str, Any], Mapping[str, Any], str, bool, int]
 
 PHASE_PENDING = "Pending"
 PHASE_RUNNING = "Running"
@@ -87,28 +90,30 @@ def _pod_list(pods: object) -> Sequence[Any]:
     return as_list(pods)
 
 
-def _owned_by_other(metadata: Mapping[str, Any], uid: str) -> bool:
+def _owned_by_other(references: object, uid: str) -> bool:
     """True when the pod's controller reference points at another object (R2 claims only ours)."""
-    for item in as_list(metadata.get("ownerReferences")):
-        reference = as_mapping(item)
+    for item in as_list(references):
+        reference = item if type(item) is dict else as_mapping(item)
         if reference.get("controller") is True:
             return reference.get("uid") != uid
     return False
 
 
 def observe(job: JobView, pods: object, *, keep_restarted: bool) -> Observation:
-    """Count and slot the pods of ``job``; never raises, never copies a pod."""
+    """Count and slot the pods of ``job``; never raises, never copies a pod.
+
+    The loop body is the hot path of the whole engine (it runs once per pod per event), so the
+    common well-formed shapes are read inline and only unusual ones go through the generic
+    readers of :mod:`tfjob_provider._readers`.
+    """
     by_label: dict[str, ReplicaSpec] = {name.lower(): spec for name, spec in job.specs.items()}
     by_label.update(job.other_specs)
     types = {name: TypeObservation(spec) for name, spec in job.specs.items()}
     observation = Observation(types)
     job_name = job.name
     uid = job.uid
-    slots: dict[
-        tuple[str, int],
-        tuple[str, int, Mapping[str, Any], Mapping[str, Any], Mapping[str, Any], str, bool] | None,
-    ]
-    slots = {}
+    slots: dict[tuple[str, str], _Slotted | None] = {}
+    job_pods = job_failed = job_active = backoff_restarts = 0
 
     for pod in _pod_list(pods):
         if type(pod) is not dict and not isinstance(pod, Mapping):
@@ -123,8 +128,15 @@ def observe(job: JobView, pods: object, *, keep_restarted: bool) -> Observation:
             continue
         if job_name is not None and labels.get(LABEL_JOB_NAME) != job_name:
             continue
-        if uid is not None and "ownerReferences" in metadata and _owned_by_other(metadata, uid):
-            continue
+        if uid is not None:
+            references = metadata.get("ownerReferences")
+            if references:
+                if type(references) is list and len(references) == 1 and type(references[0]) is dict:
+                    owner = references[0]  # the usual shape: one reference, the TFJob's
+                    if owner.get("uid") != uid and owner.get("controller") is True:
+                        continue
+                elif _owned_by_other(references, uid):
+                    continue
         status = pod.get("status")
         if type(status) is not dict:
             status = as_mapping(status)
@@ -133,72 +145,118 @@ def observe(job: JobView, pods: object, *, keep_restarted: bool) -> Observation:
             phase = PHASE_PENDING  # a pod without a phase yet behaves as Pending
         deleting = bool(metadata.get("deletionTimestamp"))
 
-        observation.job_pods += 1
+        job_pods += 1
         if phase == PHASE_FAILED:
-            observation.job_failed_pods += 1
+            job_failed += 1
         elif phase != PHASE_SUCCEEDED and not deleting:
-            observation.job_active_pods += 1
+            job_active += 1
 
         type_label = labels.get(LABEL_REPLICA_TYPE)
         spec = by_label.get(type_label) if type(type_label) is str else None
         if spec is None:
             continue
-        restarts = restart_total(status)
-        if restarts and phase == PHASE_RUNNING and spec.restart_policy in RESTARTING_POLICIES:
-            observation.backoff_restarts += restarts
+        restarts = 0
+        containers = status.get("containerStatuses")
+        if type(containers) is list:
+            for container in containers:
+                count = container.get("restartCount") if type(container) is dict else None
+                if type(count) is int:
+                    if count > 0:
+                        restarts += count
+                else:
+                    restarts += restarts_of([container])
+        elif containers is not None:
+            restarts += restarts_of(containers)
+        init_containers = status.get("initContainerStatuses")
+        if init_containers is not None:
+            restarts += restarts_of(init_containers)
         seen = types.get(spec.type)
+        if restarts:
+            if phase == PHASE_RUNNING and spec.restart_policy in RESTARTING_POLICIES:
+                backoff_restarts += restarts
+            if seen is not None:
+                seen.restarts += restarts
         if seen is None:
             continue  # a replica type outside the five: only backoffLimit looks at it
-        seen.restarts += restarts
-        index = as_int(labels.get(LABEL_REPLICA_INDEX))
-        if index is None or index < 0:
-            continue
-        key = (spec.type, index)
-        if key in slots:
-            slots[key] = None  # two pods in one slot: the operator skips the slot
-        else:
-            slots[key] = (spec.type, index, pod, metadata, status, phase, deleting)
 
-    for slotted in slots.values():
-        if slotted is None:
-            continue
-        replica_type, index, pod, metadata, status, phase, deleting = slotted
-        seen = types[replica_type]
-        if phase == PHASE_RUNNING:
-            if deleting:
-                seen.failed += 1
-                seen.failed_pods.append(_entry(job, slotted))
+        # Slot by the label text; only unusual spellings ("01", "+1") are parsed here, so that
+        # they share a slot with their canonical form as they do for the operator's Atoi.
+        index_label = labels.get(LABEL_REPLICA_INDEX)
+        if (
+            type(index_label) is not str
+            or not index_label.isdecimal()
+            or (index_label[0] == "0" and len(index_label) > 1)
+        ):
+            parsed = as_int(index_label)
+            if parsed is None or parsed < 0:
                 continue
-            seen.active += 1
-            if keep_restarted or seen.spec.restart_policy in RESTARTING_POLICIES:
-                restarted = restart_total(status)
-                if restarted:
-                    entry = _entry(job, slotted)
-                    if keep_restarted:
-                        seen.restarted_pods.append(entry)
-                    if seen.spec.restart_policy in RESTARTING_POLICIES:
-                        observation.backoff_restarted.append(entry)
-        elif phase == PHASE_SUCCEEDED:
-            seen.succeeded += 1
-            seen.succeeded_pods.append(_entry(job, slotted))
-            if replica_type == "Worker" and index == 0 and operator_exit_code(status) == 0:
-                seen.worker0_completed = True
-        elif phase == PHASE_FAILED:
-            seen.failed += 1
-            seen.failed_pods.append(_entry(job, slotted))
-        elif phase == PHASE_PENDING:
-            seen.pending += 1
-            if not deleting:
-                seen.pending_pods.append(_entry(job, slotted))
-        # Unknown (node unreachable) and unrecognised phases are not counted, as in R2.
+            index_label = str(parsed)
+        key = (spec.type, index_label)
+        if key in slots:
+            # Two pods in one slot: the operator skips the slot (R2), so undo the first count.
+            previous = slots[key]
+            if previous is not None:
+                _tally(observation, previous, undo=True, job=job, keep_restarted=keep_restarted)
+                slots[key] = None
+            continue
+        slotted = (spec.type, index_label, pod, metadata, status, phase, deleting, restarts)
+        slots[key] = slotted
+        if phase == PHASE_RUNNING and not deleting and not restarts:
+            seen.active += 1  # by far the most common pod: counted inline
+        else:
+            _tally(observation, slotted, undo=False, job=job, keep_restarted=keep_restarted)
+
+    observation.job_pods = job_pods
+    observation.job_failed_pods = job_failed
+    observation.job_active_pods = job_active
+    observation.backoff_restarts = backoff_restarts
     return observation
 
 
-def _entry(
-    job: JobView,
-    slotted: tuple[str, int, Mapping[str, Any], Mapping[str, Any], Mapping[str, Any], str, bool],
-) -> PodEntry:
-    replica_type, index, pod, metadata, status, phase, deleting = slotted
+def _tally(
+    observation: Observation, slotted: _Slotted, *, undo: bool, job: JobView, keep_restarted: bool
+) -> None:
+    """Count one slotted pod (R2) into its type, or take a count back when the slot turns out shared."""
+    replica_type, index_label, pod, _, status, phase, deleting, restarts = slotted
+    seen = observation.types[replica_type]
+    step = -1 if undo else 1
+    lists: list[list[PodEntry]] = []
+    if phase == PHASE_RUNNING:
+        if deleting:
+            seen.failed += step
+            lists.append(seen.failed_pods)
+        else:
+            seen.active += step
+            if restarts:
+                if keep_restarted:
+                    lists.append(seen.restarted_pods)
+                if seen.spec.restart_policy in RESTARTING_POLICIES:
+                    lists.append(observation.backoff_restarted)
+    elif phase == PHASE_SUCCEEDED:
+        seen.succeeded += step
+        lists.append(seen.succeeded_pods)
+        if replica_type == "Worker" and index_label == "0":
+            seen.worker0_completed = not undo and operator_exit_code(status) == 0
+    elif phase == PHASE_FAILED:
+        seen.failed += step
+        lists.append(seen.failed_pods)
+    elif phase == PHASE_PENDING:
+        seen.pending += step
+        if not deleting:
+            lists.append(seen.pending_pods)
+    # Unknown (node unreachable) and unrecognised phases are not counted, as in R2.
+    if undo:
+        for entries in lists:
+            entries[:] = [entry for entry in entries if entry.pod is not pod]
+    elif lists:
+        entry = _entry(job, slotted)
+        for entries in lists:
+            entries.append(entry)
+
+
+def _entry(job: JobView, slotted: _Slotted) -> PodEntry:
+    replica_type, index_label, pod, metadata, status, phase, deleting, _ = slotted
+    index = int(index_label)
     name = metadata.get("name")
     if not isinstance(name, str) or not name:
         name = f"{job.name or '?'}-{replica_type.lower()}-{index}"

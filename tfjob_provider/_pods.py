@@ -125,15 +125,22 @@ def operator_exit_code(status: Mapping[str, Any]) -> int:
     return code
 
 
+def restarts_of(statuses: object) -> int:
+    """Sum of ``restartCount`` over a list of container statuses."""
+    total = 0
+    for item in as_list(statuses):
+        count = item.get("restartCount") if type(item) is dict else as_mapping(item).get("restartCount")
+        if type(count) is int:
+            if count > 0:
+                total += count
+        else:
+            total += as_count(count)
+    return total
+
+
 def restart_total(status: Mapping[str, Any]) -> int:
     """Sum of restartCount over containers and init containers (what backoffLimit counts, R9a)."""
-    total = 0
-    for key in ("containerStatuses", "initContainerStatuses"):
-        for item in as_list(status.get(key)):
-            entry = as_mapping(item)
-            count = entry.get("restartCount")
-            total += count if type(count) is int and count > 0 else as_count(count)
-    return total
+    return restarts_of(status.get("containerStatuses")) + restarts_of(status.get("initContainerStatuses"))
 
 
 def _terminated_cause(

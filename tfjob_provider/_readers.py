@@ -37,6 +37,8 @@ def as_list(value: object) -> Sequence[Any]:
     """
     if type(value) is list or type(value) is tuple:
         return value
+    if value is None:
+        return ()
     if isinstance(value, Sequence) and not isinstance(value, (str, bytes, bytearray)):
         return value
     return ()
@@ -54,6 +56,8 @@ def as_int(value: object) -> int | None:
     """
     if type(value) is int:
         return value
+    if type(value) is str and value.isdigit() and value.isascii():
+        return int(value)
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -69,6 +73,8 @@ def as_int(value: object) -> int | None:
 
 def as_count(value: object) -> int:
     """A non-negative count (restartCount, replica status counters); anything else reads as 0."""
+    if type(value) is int:
+        return value if value > 0 else 0
     number = as_int(value)
     return number if number is not None and number > 0 else 0
 
