@@ -164,3 +164,15 @@ def test_parse_retry_after_accepts_http_dates_and_rejects_garbage() -> None:
     assert errors.parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # in the past
     assert errors.parse_retry_after("soon") is None
     assert errors.parse_retry_after(None) is None
+
+
+def test_strict_decoding_400_becomes_invalid_with_each_field() -> None:
+    body = status(
+        400,
+        "BadRequest",
+        'strict decoding error: unknown field "spec.tfReplicaSpecs.Worker.restartPolicyy", '
+        'duplicate field "spec.runPolicy"',
+    )
+    error = errors.error_from_response(400, body, {}, request=None)
+    assert isinstance(error, errors.InvalidError)
+    assert error.fields == ("spec.tfReplicaSpecs.Worker.restartPolicyy", "spec.runPolicy")

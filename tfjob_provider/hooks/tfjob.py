@@ -171,7 +171,8 @@ _async_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock]
 class TFJobHook(BaseHook):
     """Access Kubeflow TFJobs through a cncf-kubernetes ``kubernetes`` connection.
 
-    :param kubernetes_conn_id: the :ref:`kubernetes connection <howto/connection:kubernetes>` to use.
+    :param kubernetes_conn_id: the :ref:`kubernetes connection <howto/connection:kubernetes>` to use;
+        ``None`` to configure the hook from its parameters alone.
     :param namespace: namespace for TFJobs; default: the connection's ``namespace`` extra, then the
         kubeconfig context's namespace, then ``"default"``.
     :param cluster_context: kubeconfig context (overrides the connection's).
@@ -191,7 +192,7 @@ class TFJobHook(BaseHook):
 
     def __init__(
         self,
-        kubernetes_conn_id: str = default_conn_name,
+        kubernetes_conn_id: str | None = default_conn_name,
         *,
         namespace: str | None = None,
         cluster_context: str | None = None,
@@ -219,6 +220,8 @@ class TFJobHook(BaseHook):
 
     @cached_property
     def _extras(self) -> dict[str, Any]:
+        if not self.kubernetes_conn_id:
+            return {}  # explicit parameters only
         try:
             connection = self.get_connection(self.kubernetes_conn_id)
         except AirflowNotFoundException:
@@ -239,7 +242,8 @@ class TFJobHook(BaseHook):
         )
 
     def _session(self, settings: _ConnectionSettings) -> Session:
-        key = f"{self.kubernetes_conn_id}:{hash(settings.cache_key)}"
+        # One bucket per connection per process; an explicit rate limit gets a bucket of its own.
+        key = f"{self.kubernetes_conn_id}:{hash(settings.cache_key)}:{self.rate_limit}"
         return Session(
             retry=self.retry_policy or default_retry_policy(),
             bucket=shared_bucket(key, self.rate_limit),
@@ -301,6 +305,8 @@ class TFJobHook(BaseHook):
     async def _async_extras(self) -> dict[str, Any]:
         from airflow.providers.common.compat.connection import get_async_connection
 
+        if not self.kubernetes_conn_id:
+            return {}
         try:
             connection = await get_async_connection(self.kubernetes_conn_id)
         except AirflowNotFoundException:

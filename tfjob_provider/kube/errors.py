@@ -17,6 +17,7 @@ logs or trigger events.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -218,6 +219,22 @@ def forbidden_message(rule: RbacRule | None, api_message: str) -> str:
     return f"missing RBAC permission: {rule.describe()}; {fix}. API server said: {api_message}"
 
 
+STRICT_DECODING_PREFIX = "strict decoding error"
+_STRICT_FIELD = re.compile(r'(unknown|duplicate) field "([^"]+)"')
+
+
+def strict_decoding_causes(message: str) -> list[dict[str, str]]:
+    """Causes from a ``strict decoding error: unknown field "spec.x", duplicate field "y"`` message."""
+    return [
+        {
+            "reason": "FieldValueInvalid" if kind == "unknown" else "FieldValueDuplicate",
+            "field": field,
+            "message": f"{kind} field",
+        }
+        for kind, field in _STRICT_FIELD.findall(message)
+    ]
+
+
 def error_from_response(
     status: int,
     body: bytes | str | Mapping[str, Any] | None,
@@ -254,6 +271,10 @@ def error_from_response(
         raw_causes = details.get("causes") if isinstance(details, Mapping) else None
         causes = [c for c in raw_causes if isinstance(c, Mapping)] if isinstance(raw_causes, list) else []
         return InvalidError(message, causes=causes, **common)
+    if status == 400 and api_message.startswith(STRICT_DECODING_PREFIX):
+        # fieldValidation=Strict rejects unknown/duplicate fields with a 400 whose causes are only
+        # in the message text; surface them as an InvalidError so callers treat both alike.
+        return InvalidError(message, causes=strict_decoding_causes(api_message), **common)
     if status == 410:
         return GoneError(message, **common)
     if status == 429:

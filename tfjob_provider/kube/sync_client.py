@@ -74,7 +74,8 @@ class _SyncStreams:
             self.items.put(ops.StreamClosed(key))
         except ReadTimeoutError:
             self.items.put(ops.StreamClosed(key, silent=True))
-        except (HTTPError, OSError, ValueError) as exc:
+        except (HTTPError, OSError, ValueError, AttributeError) as exc:
+            # AttributeError: http.client drops its file object when another thread closes it.
             if key not in self._closing:
                 error = unavailable(f"stream broken: {exc}", request=request)
                 error.__cause__ = exc
@@ -194,11 +195,11 @@ class SyncTFJobClient:
                     effect = operation.send(None)
                     continue
                 try:
-                    result = self._perform(effect, streams)
+                    outcome = self._perform(effect, streams)
                 except KubeApiError as error:
                     effect = operation.throw(error)
                     continue
-                effect = operation.send(result)
+                effect = operation.send(outcome)
         except StopIteration as stop:
             if result is not None:
                 result.append(stop.value)

@@ -1,0 +1,76 @@
+"""Shared set-up for the hook tests: one sandbox per module with the real TFJob CRD applied."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tfjob_provider.sandbox import Sandbox
+from tfjob_provider.sandbox.testing import REAL_TFJOB_CRD, running_sandbox, sync_api_client, unique_name
+
+FAST_OPTIONS: dict[str, Any] = {"backoff_initial": 0.2, "backoff_cap": 1.0}
+
+
+def apply_real_crd(sandbox: Sandbox) -> None:
+    """Apply ``shared/crds/kubeflow.org_tfjobs.yaml`` so the API validates TFJobs with its real schema."""
+    from kubernetes import client
+
+    api = sync_api_client(sandbox)
+    try:
+        crd = yaml.safe_load(REAL_TFJOB_CRD.read_text())
+        client.ApiextensionsV1Api(api).create_custom_resource_definition(crd)
+    finally:
+        api.close()
+
+
+def create_namespace(sandbox: Sandbox, name: str | None = None) -> str:
+    from kubernetes import client
+
+    name = name or unique_name("ns")
+    api = sync_api_client(sandbox)
+    try:
+        client.CoreV1Api(api).create_namespace({"metadata": {"name": name}})
+    finally:
+        api.close()
+    return name
+
+
+@pytest.fixture(scope="module")
+def hook_sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
+    with running_sandbox(workdir=tmp_path_factory.mktemp("pods"), **FAST_OPTIONS) as sandbox:
+        apply_real_crd(sandbox)
+        yield sandbox
+
+
+@pytest.fixture
+def namespace(hook_sandbox: Sandbox) -> str:
+    return create_namespace(hook_sandbox)
+
+
+@pytest.fixture
+def default_connection(hook_sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> str:
+    """``AIRFLOW_CONN_KUBERNETES_DEFAULT`` in the JSON form, pointing at the sandbox's kubeconfig."""
+    value = json.dumps(
+        {
+            "conn_type": "kubernetes",
+            "extra": {"kube_config_path": str(hook_sandbox.kubeconfig_path), "namespace": "default"},
+        }
+    )
+    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", value)
+    return value
+
+
+def write_kubeconfig(path: Path, *, sandbox: Sandbox, token: str, namespace: str = "default") -> Path:
+    """A kubeconfig for the sandbox with another bearer token (an RBAC-limited user)."""
+    from tfjob_provider.sandbox.kubeconfig import kubeconfig_document
+
+    document = kubeconfig_document(
+        server=sandbox.url, token=token, ca_pem=sandbox.ca_pem, namespace=namespace
+    )
+    path.write_text(yaml.safe_dump(document))
+    return path

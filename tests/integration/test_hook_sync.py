@@ -1,0 +1,203 @@
+"""TFJobHook and the sync client against the sandbox: connection, TLS, CRUD, logs, watch, faults."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from tfjob_provider.hooks.tfjob import TFJobHook
+from tfjob_provider.kube import errors
+from tfjob_provider.kube.ratelimit import RateLimit
+from tfjob_provider.kube.retry import RetryPolicy
+from tfjob_provider.sandbox import Sandbox
+from tfjob_provider.sandbox.testing import tfjob_manifest, unique_name, wait_for
+
+pytest_plugins = ["tests.integration.hook_fixtures"]
+pytestmark = pytest.mark.timeout(120)
+
+
+def fast_retries() -> RetryPolicy:
+    return RetryPolicy(attempts=4, wait_min=0.05, wait_max=0.2)
+
+
+def explicit_hook(sandbox: Sandbox, **kwargs: Any) -> TFJobHook:
+    kwargs.setdefault("retry_policy", fast_retries())
+    kwargs.setdefault("rate_limit", RateLimit(rate=1000, burst=1000))
+    return TFJobHook(None, config_file=str(sandbox.kubeconfig_path), **kwargs)
+
+
+def test_default_connection_from_the_environment(hook_sandbox: Sandbox, default_connection: str) -> None:
+    hook = TFJobHook()
+    assert hook.get_namespace() == "default"
+    ok, message = hook.test_connection()
+    assert ok, message
+    assert hook.client is hook.client is hook.get_conn()
+
+
+def test_explicit_parameters_and_tls_with_the_sandbox_ca(hook_sandbox: Sandbox, namespace: str) -> None:
+    hook = explicit_hook(hook_sandbox, namespace=namespace)
+    assert hook.get_namespace() == namespace
+    configuration = hook.client.api_client.configuration
+    assert configuration.host.startswith("https://") and configuration.verify_ssl
+    assert configuration.ssl_ca_cert  # the kubeconfig's CA, written to a file by the loader
+    hook.client.check_tfjob_served()
+
+
+def test_namespace_falls_back_to_the_kubeconfig_context(hook_sandbox: Sandbox) -> None:
+    assert explicit_hook(hook_sandbox).get_namespace() == "default"
+
+
+def test_private_configuration_leaves_the_global_default_alone(hook_sandbox: Sandbox) -> None:
+    from kubernetes import client
+
+    before = client.Configuration.get_default_copy().host
+    hook = explicit_hook(hook_sandbox, disable_verify_ssl=True)
+    assert hook.client.api_client.configuration.verify_ssl is False
+    after = client.Configuration.get_default_copy()
+    assert after.host == before and after.verify_ssl is True
+
+
+def test_create_get_list_delete(hook_sandbox: Sandbox, namespace: str) -> None:
+    client = explicit_hook(hook_sandbox).client
+    name = unique_name("crud")
+    manifest = tfjob_manifest(name, command=["sleep", "30"])
+    manifest["metadata"]["labels"] = {"suite": "hook"}
+    created = client.create_tfjob(manifest, namespace=namespace)
+    assert created["metadata"]["uid"]
+    assert client.get_tfjob(name, namespace=namespace)["metadata"]["uid"] == created["metadata"]["uid"]
+    assert [
+        j["metadata"]["name"] for j in client.list_tfjobs(namespace=namespace, label_selector="suite=hook")
+    ] == [name]
+    with pytest.raises(errors.AlreadyExistsError):
+        client.create_tfjob(manifest, namespace=namespace)
+    assert client.delete_tfjob(name, namespace=namespace, grace_period_seconds=0) is True
+    wait_for(lambda: not client.list_tfjobs(namespace=namespace), what="TFJob gone")
+    assert client.delete_tfjob(name, namespace=namespace) is False
+    with pytest.raises(errors.NotFoundError):
+        client.get_tfjob(name, namespace=namespace)
+
+
+def test_strict_validation_names_the_misspelt_field(hook_sandbox: Sandbox, namespace: str) -> None:
+    client = explicit_hook(hook_sandbox).client
+    manifest = tfjob_manifest(unique_name("typo"))
+    worker = manifest["spec"]["tfReplicaSpecs"]["Worker"]
+    worker["restartPolicyy"] = worker.pop("restartPolicy")
+    with pytest.raises(errors.InvalidError) as caught:
+        client.create_tfjob(manifest, namespace=namespace)
+    assert any("restartPolicyy" in str(cause) for cause in caught.value.causes), caught.value.causes
+    assert "restartPolicyy" in str(caught.value)
+
+
+def test_dry_run_stores_nothing(hook_sandbox: Sandbox, namespace: str) -> None:
+    client = explicit_hook(hook_sandbox).client
+    name = unique_name("dry")
+    client.create_tfjob(tfjob_manifest(name), namespace=namespace, dry_run=True)
+    with pytest.raises(errors.NotFoundError):
+        client.get_tfjob(name, namespace=namespace)
+
+
+def test_watch_job_sees_pods_go_pending_running_succeeded(hook_sandbox: Sandbox, namespace: str) -> None:
+    client = explicit_hook(hook_sandbox).client
+    name = unique_name("watch")
+    client.create_tfjob(
+        tfjob_manifest(name, command=["sh", "-c", "echo hello; sleep 1"]), namespace=namespace
+    )
+    phases: list[str] = []
+    watch = client.watch_job(name, namespace=namespace)
+    try:
+        for snapshot in watch:
+            for pod in snapshot.pods:
+                phase = pod.get("status", {}).get("phase")
+                if phase and (not phases or phases[-1] != phase):
+                    phases.append(phase)
+            if "Succeeded" in phases:
+                break
+    finally:
+        watch.close()
+    assert phases[-1] == "Succeeded" and "Running" in phases
+    assert phases.index("Running") < phases.index("Succeeded")
+    pods = client.list_job_pods(name, namespace=namespace)
+    assert pods and all(p["metadata"]["labels"]["training.kubeflow.org/job-name"] == name for p in pods)
+    log = client.read_log_tail(pods[0]["metadata"]["name"], namespace=namespace, tail_lines=5)
+    assert "hello" in log
+    events = client.list_events(namespace=namespace, involved_names=[name, pods[0]["metadata"]["name"]])
+    assert events, "the operator and kubelet record events"
+
+
+def test_watch_relists_after_forced_410(hook_sandbox: Sandbox, namespace: str) -> None:
+    client = explicit_hook(hook_sandbox).client
+    name = unique_name("gone")
+    client.create_tfjob(tfjob_manifest(name, command=["sleep", "2"]), namespace=namespace)
+    watch = client.watch_job(name, namespace=namespace)
+    try:
+        first = next(watch)
+        assert first.tfjob is not None
+        hook_sandbox.expire_watch_history()
+        hook_sandbox.drop_watches()
+        for snapshot in watch:
+            if any(p.get("status", {}).get("phase") == "Succeeded" for p in snapshot.pods):
+                break
+    finally:
+        watch.close()
+    assert snapshot.tfjob is not None and snapshot.tfjob["metadata"]["name"] == name
+
+
+def test_retries_through_injected_503_429_and_resets(hook_sandbox: Sandbox, namespace: str) -> None:
+    client = explicit_hook(
+        hook_sandbox, retry_policy=RetryPolicy(attempts=5, wait_min=0.05, wait_max=0.1)
+    ).client
+    name = unique_name("retry")
+    client.create_tfjob(tfjob_manifest(name, command=["sleep", "5"]), namespace=namespace)
+    hook_sandbox.fail_requests(503, count=1, verbs=["get"], resources=["tfjobs"], retry_after=0)
+    assert client.get_tfjob(name, namespace=namespace)["metadata"]["name"] == name
+    hook_sandbox.reset_connections(count=1, verbs=["get"], resources=["tfjobs"])
+    assert client.get_tfjob(name, namespace=namespace)["metadata"]["name"] == name
+    hook_sandbox.fail_requests(429, count=1, verbs=["get"], resources=["tfjobs"], retry_after=1)
+    started = time.monotonic()
+    assert client.get_tfjob(name, namespace=namespace)["metadata"]["name"] == name
+    assert time.monotonic() - started >= 0.9, "Retry-After: 1 must be honoured"
+
+
+def test_422_is_not_retried(hook_sandbox: Sandbox, namespace: str) -> None:
+    client = explicit_hook(hook_sandbox).client
+    counter = hook_sandbox.add_latency(0.0, verbs=["create"], resources=["tfjobs"])
+    try:
+        manifest = tfjob_manifest(unique_name("bad"))
+        manifest["spec"]["bogus"] = 1
+        with pytest.raises(errors.InvalidError):
+            client.create_tfjob(manifest, namespace=namespace)
+        fired = next(r["fired"] for r in hook_sandbox.faults.rules() if r["id"] == counter)
+    finally:
+        hook_sandbox.remove_api_fault(counter)
+    assert fired == 1
+
+
+def test_token_bucket_limits_a_burst(hook_sandbox: Sandbox, namespace: str) -> None:
+    hook = TFJobHook(
+        None,
+        config_file=str(hook_sandbox.kubeconfig_path),
+        rate_limit=RateLimit(rate=20, burst=5),
+        retry_policy=fast_retries(),
+        cluster_context=None,
+        namespace=namespace,
+    )
+    client = hook.client
+    started = time.monotonic()
+    for _ in range(25):
+        client.list_tfjobs(namespace=namespace)
+    elapsed = time.monotonic() - started
+    assert elapsed >= (25 - 5) / 20 * 0.95  # 20 requests beyond the burst at 20/s
+
+
+def test_one_api_client_and_one_connection_for_many_calls(hook_sandbox: Sandbox, namespace: str) -> None:
+    hook = explicit_hook(hook_sandbox)
+    client = hook.client
+    api_client = client.api_client
+    for _ in range(20):
+        client.list_tfjobs(namespace=namespace)
+    assert hook.client.api_client is api_client
+    pools = list(api_client.rest_client.pool_manager.pools._container.values())
+    assert len(pools) == 1
+    assert pools[0].num_connections == 1, "every call must reuse the same TLS connection"
