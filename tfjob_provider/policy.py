@@ -78,6 +78,7 @@ from tfjob_provider._verdicts import (
 )
 
 __all__ = [
+    "MAX_CULPRITS",
     "REASON_ALL_WORKERS_SUCCEEDED",
     "REASON_AWAITING_SUCCESS_POLICY",
     "REASON_BACKOFF_LIMIT",
@@ -247,7 +248,7 @@ class _Judgement:
         more = f", and {others} other replica pod(s) failed" if others > 0 else ""
         return self._verdict(
             VerdictState.FAILED,
-            reason or primary.reason,
+            primary.reason,
             f"TFJob {self.job.display_name} failed: {primary.description}{more}.",
             culprits=_names(causes),
             retryable=all(cause.retryable for cause in causes),

@@ -175,6 +175,19 @@ def test_restart_in_this_pass_also_masks_but_never_failure_still_fails() -> None
     assert verdict.retryable is True
 
 
+def test_unmasked_never_failure_beside_a_chief_success_is_failed() -> None:
+    """The operator would end Succeeded here (Restarting re-asserted after Succeeded); the provider
+    treats the unmasked failure as R8 treats success and failure in one pass: Failed."""
+    job = restarting_job(replicas={"Chief": 1, "Worker": 2})
+    pods = [
+        make_pod("Chief", phase="Succeeded"),
+        make_pod("Worker", 0),
+        make_pod("Worker", 1, phase="Failed"),
+    ]
+    verdict = decide(job, pods, now=NOW)
+    assert (verdict.state, verdict.culprits) == (FAILED, ("mnist-worker-1",))
+
+
 def test_running_chief_replaces_a_stale_restarting_condition() -> None:
     """R8: Running and Restarting are exclusive; the chief being active sets Running again."""
     job = restarting_job(replicas={"Chief": 1, "Worker": 2})
