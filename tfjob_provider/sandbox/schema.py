@@ -215,8 +215,6 @@ class StructuralSchema:
         return False
 
     def _validate_string(self, value: str, schema: Mapping[str, Any], path: str, causes: list[Cause]) -> None:
-        if schema.get("x-kubernetes-int-or-string"):
-            return
         pattern = schema.get("pattern")
         if pattern and not _compiled(str(pattern)).search(value):
             causes.append(_invalid(path, value, f"{path} in body should match '{pattern}'"))

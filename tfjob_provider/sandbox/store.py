@@ -154,7 +154,8 @@ class Store:
 
     :param clock: returns the current time (timezone-aware UTC); injected so tests can pin it.
     :param history_limit: changes kept per resource for watch resumption; older resumes get 410.
-    :param registry: the served types (built-ins plus TFJobs by default).
+    :param registry: the types served over HTTP (built-ins plus TFJobs by default); the store itself
+        accepts any :class:`ResourceType`, so in-process controllers work whatever is served.
     """
 
     def __init__(
@@ -203,10 +204,6 @@ class Store:
             )
         return table
 
-    def _served(self, rt: ResourceType) -> None:
-        if not self.registry.is_served(rt):
-            raise ApiError(404, "NotFound", "the server could not find the requested resource")
-
     def _now(self) -> str:
         return format_time(self.clock())
 
@@ -217,7 +214,6 @@ class Store:
         return (namespace or "default") if rt.namespaced else ""
 
     def _existing(self, rt: ResourceType, name: str, namespace: str | None) -> dict[str, Any]:
-        self._served(rt)
         obj = self._table(rt).get(self._namespace_of(rt, namespace), name)
         if obj is None:
             raise self._not_found(rt, name)
@@ -328,7 +324,6 @@ class Store:
         warnings: Warnings | None = None,
     ) -> dict[str, Any]:
         """Create ``obj``; returns the stored object (a copy).  ``warnings`` collects Warning headers."""
-        self._served(rt)
         if not isinstance(obj, dict):
             raise ApiError(
                 400, "BadRequest", f"the object provided is unrecognized (must be of type {rt.kind})"
@@ -508,7 +503,6 @@ class Store:
         continue_token: str | None = None,
     ) -> dict[str, Any]:
         """Like :meth:`list` but the items are the stored objects themselves (read-only, for HTTP)."""
-        self._served(rt)
         selection = Selection.parse(rt, label_selector=label_selector, field_selector=field_selector)
         table = self._table(rt)
         list_rv, after = self._rv, None
@@ -1059,7 +1053,6 @@ class Store:
         older than the kept history yields one ERROR event with a 410 Expired Status.
         ``allow_bookmarks`` is recorded for the HTTP layer, which decides when to send them.
         """
-        self._served(rt)
         selection = Selection.parse(rt, label_selector=label_selector, field_selector=field_selector)
         table = self._table(rt)
         if not rt.namespaced:
