@@ -1,0 +1,109 @@
+"""The async client and the triggerer's shared watch against the sandbox."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+import pytest
+
+from tfjob_provider.hooks.tfjob import TFJobHook, close_async_clients
+from tfjob_provider.kube.ratelimit import RateLimit
+from tfjob_provider.kube.retry import RetryPolicy
+from tfjob_provider.kube.shared_watch import SharedJobWatch
+from tfjob_provider.kube.tracking import JobSnapshot
+from tfjob_provider.sandbox import Sandbox
+from tfjob_provider.sandbox.testing import tfjob_manifest, unique_name
+
+pytest_plugins = ["tests.integration.hook_fixtures"]
+pytestmark = pytest.mark.timeout(120)
+
+
+def async_hook(sandbox: Sandbox, **kwargs: Any) -> TFJobHook:
+    return TFJobHook(
+        None,
+        config_file=str(sandbox.kubeconfig_path),
+        retry_policy=RetryPolicy(attempts=4, wait_min=0.05, wait_max=0.2),
+        rate_limit=RateLimit(rate=1000, burst=1000),
+        **kwargs,
+    )
+
+
+def phases(snapshot: JobSnapshot) -> set[str]:
+    return {str(pod.get("status", {}).get("phase")) for pod in snapshot.pods}
+
+
+def fired(sandbox: Sandbox, fault_id: int) -> int:
+    return int(next(rule["fired"] for rule in sandbox.faults.rules() if rule["id"] == fault_id))
+
+
+def test_one_async_client_per_connection_and_loop(hook_sandbox: Sandbox, default_connection: str) -> None:
+    async def scenario() -> None:
+        first = await TFJobHook().get_async_client()
+        second = await TFJobHook().get_async_client()
+        assert first is second
+        await first.check_tfjob_served()
+        await close_async_clients()
+
+    asyncio.run(scenario())
+
+
+def test_async_watch_job_sees_the_job_succeed_and_relists_after_410(
+    hook_sandbox: Sandbox, namespace: str
+) -> None:
+    async def scenario() -> list[set[str]]:
+        client = await async_hook(hook_sandbox).get_async_client()
+        name = unique_name("async")
+        await client.create_tfjob(tfjob_manifest(name, command=["sleep", "2"]), namespace=namespace)
+        seen: list[set[str]] = []
+        async with contextlib.aclosing(client.watch_job(name, namespace=namespace)) as snapshots:
+            async for snapshot in snapshots:
+                seen.append(phases(snapshot))
+                if len(seen) == 1:
+                    hook_sandbox.expire_watch_history()
+                    hook_sandbox.drop_watches()
+                if "Succeeded" in seen[-1]:
+                    break
+        assert (await client.get_tfjob(name, namespace=namespace))["metadata"]["name"] == name
+        tail = await client.read_log_tail(f"{name}-worker-0", namespace=namespace)
+        assert isinstance(tail, str)
+        await close_async_clients()
+        return seen
+
+    seen = asyncio.run(scenario())
+    assert any("Running" in p for p in seen) and "Succeeded" in seen[-1]
+
+
+def test_fifty_subscribers_share_two_streams(hook_sandbox: Sandbox, namespace: str) -> None:
+    watch_counter = hook_sandbox.add_latency(0.0, verbs=["watch"], resources=["tfjobs", "pods"])
+    list_counter = hook_sandbox.add_latency(0.0, verbs=["list"], resources=["tfjobs", "pods"])
+
+    async def scenario() -> list[JobSnapshot]:
+        client = await async_hook(hook_sandbox).get_async_client()
+        names = [unique_name("shared") for _ in range(50)]
+        for name in names[:3]:
+            await client.create_tfjob(tfjob_manifest(name, command=["sleep", "1"]), namespace=namespace)
+
+        async def follow(name: str) -> JobSnapshot:
+            async with SharedJobWatch.subscribe(client, name=name, namespace=namespace) as subscription:
+                async for snapshot in subscription:
+                    if name not in names[:3] or "Succeeded" in phases(snapshot):
+                        return snapshot
+            raise AssertionError("subscription ended")
+
+        results = await asyncio.gather(*(follow(name) for name in names))
+        assert SharedJobWatch.active(client, namespace) is None, "streams stop with the last subscriber"
+        await close_async_clients()
+        return results
+
+    try:
+        results = asyncio.run(scenario())
+        watches, lists = fired(hook_sandbox, watch_counter), fired(hook_sandbox, list_counter)
+    finally:
+        hook_sandbox.remove_api_fault(watch_counter)
+        hook_sandbox.remove_api_fault(list_counter)
+    assert all("Succeeded" in phases(snapshot) for snapshot in results[:3])
+    assert all(snapshot.tfjob is None and not snapshot.deleted for snapshot in results[3:])
+    assert watches == 2, f"expected one TFJob and one pod stream, saw {watches} watch requests"
+    assert lists == 2
