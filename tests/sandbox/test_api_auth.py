@@ -23,10 +23,18 @@ RBAC = {
     "tokens": {"airflow-token": "airflow", "nobody-token": "nobody"},
     "users": {
         "airflow": [
-            {"verbs": ["create", "get", "list", "watch", "delete", "patch"], "apiGroups": ["kubeflow.org"],
-             "resources": ["tfjobs"], "namespaces": ["default"]},
-            {"verbs": ["get", "list", "watch"], "apiGroups": [""], "resources": ["pods", "pods/log", "events"],
-             "namespaces": ["default"]},
+            {
+                "verbs": ["create", "get", "list", "watch", "delete", "patch"],
+                "apiGroups": ["kubeflow.org"],
+                "resources": ["tfjobs"],
+                "namespaces": ["default"],
+            },
+            {
+                "verbs": ["get", "list", "watch"],
+                "apiGroups": [""],
+                "resources": ["pods", "pods/log", "events"],
+                "namespaces": ["default"],
+            },
         ],
     },
 }
@@ -76,7 +84,9 @@ def test_missing_or_wrong_token_is_401(rbac_sandbox: Sandbox) -> None:
 def test_rules_grant_exactly_what_they_list(rbac_sandbox: Sandbox) -> None:
     api = _client_for(rbac_sandbox, "airflow-token")
     tfjobs = client.CustomObjectsApi(api)
-    created = tfjobs.create_namespaced_custom_object("kubeflow.org", "v1", "default", "tfjobs", tfjob_manifest("ok"))
+    created = tfjobs.create_namespaced_custom_object(
+        "kubeflow.org", "v1", "default", "tfjobs", tfjob_manifest("ok")
+    )
     assert created["metadata"]["name"] == "ok"
     assert client.CoreV1Api(api).list_namespaced_pod("default").items is not None
     status, body = _error(

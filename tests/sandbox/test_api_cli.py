@@ -1,4 +1,4 @@
-"""``python -m tfjob_provider.sandbox serve`` as a subprocess: ready line, usable kubeconfig, clean SIGTERM, restart.
+"""The ``serve`` CLI as a subprocess: ready line, usable kubeconfig, clean SIGTERM, state-dir restart.
 
 This is how out-of-process users (the Airflow full-stack test, the demo) run the sandbox, so the
 test treats it as a black box: parse the ready line, talk to it through the kubeconfig, stop it
@@ -44,9 +44,21 @@ class CliSandbox:
 def _start(tmp_path: Path, *extra: str) -> CliSandbox:
     kubeconfig = tmp_path / "kubeconfig"
     process = subprocess.Popen(
-        [sys.executable, "-m", "tfjob_provider.sandbox", "serve", "--port", "0", "--kubeconfig", str(kubeconfig),
-         *extra],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "tfjob_provider.sandbox",
+            "serve",
+            "--port",
+            "0",
+            "--kubeconfig",
+            str(kubeconfig),
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
         cwd=Path(__file__).resolve().parents[2],
     )
     assert process.stdout is not None
@@ -106,7 +118,9 @@ def test_state_dir_survives_a_restart(tmp_path: Path) -> None:
     core_v1 = client.CoreV1Api(api)
     tfjobs = client.CustomObjectsApi(api)
     core_v1.create_namespaced_pod("default", pod_manifest("survivor", command=["sleep", "300"]))
-    wait_for(lambda: core_v1.read_namespaced_pod("survivor", "default").status.phase == "Running", what="Running")
+    wait_for(
+        lambda: core_v1.read_namespaced_pod("survivor", "default").status.phase == "Running", what="Running"
+    )
     tfjobs.create_namespaced_custom_object(
         "kubeflow.org", "v1", "default", "tfjobs", tfjob_manifest("kept", runPolicy={"suspend": True})
     )
@@ -138,9 +152,19 @@ def test_state_dir_survives_a_restart(tmp_path: Path) -> None:
 
 def test_remote_bind_is_refused_without_allow_remote(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "tfjob_provider.sandbox", "serve", "--host", "0.0.0.0", "--kubeconfig",
-         str(tmp_path / "kc")],
-        capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "tfjob_provider.sandbox",
+            "serve",
+            "--host",
+            "0.0.0.0",
+            "--kubeconfig",
+            str(tmp_path / "kc"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 2
     assert "--allow-remote" in result.stderr

@@ -100,7 +100,10 @@ def test_schema_types_and_required_fields_give_422_causes(crd_sandbox: tuple[San
     assert causes["spec.runPolicy.backoffLimit"]["message"] == (
         'Invalid value: "string": spec.runPolicy.backoffLimit in body must be of type integer: "string"'
     )
-    assert causes["spec.tfReplicaSpecs.Worker.template.spec.containers[0].name"]["reason"] == "FieldValueRequired"
+    assert (
+        causes["spec.tfReplicaSpecs.Worker.template.spec.containers[0].name"]["reason"]
+        == "FieldValueRequired"
+    )
     assert body["message"].startswith('TFJob.kubeflow.org "typed" is invalid: [')
 
 
@@ -149,7 +152,9 @@ def test_status_updates_are_validated_and_pruned_too(crd_sandbox: tuple[Sandbox,
     sandbox.stop_operator()
     try:
         tfjobs = client.CustomObjectsApi(api)
-        job = tfjobs.create_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, tfjob_manifest("stat"))
+        job = tfjobs.create_namespaced_custom_object(
+            GROUP, VERSION, "default", PLURAL, tfjob_manifest("stat")
+        )
         job["status"] = {"conditions": [{"type": "Created", "status": "True", "bogus": 1}], "startTime": "x"}
         response = tfjobs.replace_namespaced_custom_object_status(
             GROUP, VERSION, "default", PLURAL, "stat", job, _preload_content=False
@@ -187,15 +192,27 @@ def test_other_crds_are_served_generically(tmp_path: Any) -> None:
             "group": "example.com",
             "scope": "Namespaced",
             "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
-            "versions": [{
-                "name": "v1", "served": True, "storage": True,
-                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-                    "spec": {"type": "object", "properties": {
-                        "size": {"type": "integer", "minimum": 1},
-                        "colour": {"type": "string", "enum": ["red", "blue"]},
-                    }},
-                }}},
-            }],
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "properties": {
+                                "spec": {
+                                    "type": "object",
+                                    "properties": {
+                                        "size": {"type": "integer", "minimum": 1},
+                                        "colour": {"type": "string", "enum": ["red", "blue"]},
+                                    },
+                                },
+                            },
+                        }
+                    },
+                }
+            ],
         },
     }
     with running_sandbox(workdir=tmp_path / "pods") as sb:
@@ -203,16 +220,30 @@ def test_other_crds_are_served_generically(tmp_path: Any) -> None:
         client.ApiextensionsV1Api(api).create_custom_resource_definition(widget_crd)
         widgets = client.CustomObjectsApi(api)
         made = widgets.create_namespaced_custom_object(
-            "example.com", "v1", "default", "widgets",
-            {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"},
-             "spec": {"size": 2, "colour": "red"}},
+            "example.com",
+            "v1",
+            "default",
+            "widgets",
+            {
+                "apiVersion": "example.com/v1",
+                "kind": "Widget",
+                "metadata": {"name": "w"},
+                "spec": {"size": 2, "colour": "red"},
+            },
         )
         assert made["spec"] == {"size": 2, "colour": "red"}
         with pytest.raises(ApiException) as error:
             widgets.create_namespaced_custom_object(
-                "example.com", "v1", "default", "widgets",
-                {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "x"},
-                 "spec": {"size": 0, "colour": "green"}},
+                "example.com",
+                "v1",
+                "default",
+                "widgets",
+                {
+                    "apiVersion": "example.com/v1",
+                    "kind": "Widget",
+                    "metadata": {"name": "x"},
+                    "spec": {"size": 0, "colour": "green"},
+                },
             )
         causes = {c["field"]: c["message"] for c in json.loads(error.value.body)["details"]["causes"]}
         assert causes["spec.colour"] == 'Unsupported value: "green": supported values: "red", "blue"'

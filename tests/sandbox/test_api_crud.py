@@ -15,7 +15,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from tfjob_provider.sandbox.testing import pod_manifest, tfjob_manifest, unique_name
+from tfjob_provider.sandbox.testing import pod_manifest, tfjob_manifest
 
 GROUP, VERSION, PLURAL = "kubeflow.org", "v1", "tfjobs"
 
@@ -27,7 +27,9 @@ def _status(error: ApiException) -> dict[str, Any]:
 
 
 def test_create_fills_server_metadata(custom_objects: client.CustomObjectsApi, namespace: str) -> None:
-    job = custom_objects.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, tfjob_manifest("meta"))
+    job = custom_objects.create_namespaced_custom_object(
+        GROUP, VERSION, namespace, PLURAL, tfjob_manifest("meta")
+    )
     meta = job["metadata"]
     assert re.fullmatch(r"[0-9a-f-]{36}", meta["uid"])
     assert int(meta["resourceVersion"]) > 0
@@ -53,7 +55,9 @@ def test_resource_versions_rise_monotonically_across_types(
     core_v1: client.CoreV1Api, custom_objects: client.CustomObjectsApi, namespace: str
 ) -> None:
     pod = core_v1.create_namespaced_pod(namespace, pod_manifest("rv-pod", command=["sleep", "30"]))
-    job = custom_objects.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, tfjob_manifest("rv"))
+    job = custom_objects.create_namespaced_custom_object(
+        GROUP, VERSION, namespace, PLURAL, tfjob_manifest("rv")
+    )
     assert int(job["metadata"]["resourceVersion"]) > int(pod.metadata.resource_version)
 
 
@@ -75,7 +79,9 @@ def test_get_missing_object_is_404_with_kubernetes_wording(
 def test_create_twice_is_409_already_exists(custom_objects: client.CustomObjectsApi, namespace: str) -> None:
     custom_objects.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, tfjob_manifest("twice"))
     with pytest.raises(ApiException) as error:
-        custom_objects.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, tfjob_manifest("twice"))
+        custom_objects.create_namespaced_custom_object(
+            GROUP, VERSION, namespace, PLURAL, tfjob_manifest("twice")
+        )
     body = _status(error.value)
     assert (error.value.status, body["reason"]) == (409, "AlreadyExists")
     assert body["message"] == 'tfjobs.kubeflow.org "twice" already exists'
@@ -103,7 +109,9 @@ def test_stale_resource_version_is_409_conflict(core_v1: client.CoreV1Api, names
 def test_update_of_custom_resource_requires_resource_version(
     custom_objects: client.CustomObjectsApi, namespace: str
 ) -> None:
-    job = custom_objects.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, tfjob_manifest("norv"))
+    job = custom_objects.create_namespaced_custom_object(
+        GROUP, VERSION, namespace, PLURAL, tfjob_manifest("norv")
+    )
     del job["metadata"]["resourceVersion"]
     with pytest.raises(ApiException) as error:
         custom_objects.replace_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "norv", job)
@@ -139,7 +147,12 @@ def test_status_subresource_separates_spec_and_status(sandbox: Any, api_client: 
     assert with_status["status"]["conditions"][0]["type"] == "Created"
     assert "runPolicy" not in with_status["spec"]  # spec changes are ignored on /status
     patched = api.patch_namespaced_custom_object(
-        GROUP, VERSION, "default", PLURAL, "sub", {"status": {"conditions": []}, "metadata": {"labels": {"a": "b"}}}
+        GROUP,
+        VERSION,
+        "default",
+        PLURAL,
+        "sub",
+        {"status": {"conditions": []}, "metadata": {"labels": {"a": "b"}}},
     )
     assert patched["status"]["conditions"][0]["type"] == "Created"  # status ignored on the main resource
     assert patched["metadata"]["labels"] == {"a": "b"}
@@ -152,16 +165,27 @@ def test_merge_and_json_patch(custom_objects: client.CustomObjectsApi, namespace
     )
     assert merged["metadata"]["annotations"] == {"a": "1", "b": "2"}
     patched = custom_objects.patch_namespaced_custom_object(
-        GROUP, VERSION, namespace, PLURAL, "patch",
-        [{"op": "remove", "path": "/metadata/annotations/a"},
-         {"op": "replace", "path": "/spec/tfReplicaSpecs/Worker/replicas", "value": 3}],
+        GROUP,
+        VERSION,
+        namespace,
+        PLURAL,
+        "patch",
+        [
+            {"op": "remove", "path": "/metadata/annotations/a"},
+            {"op": "replace", "path": "/spec/tfReplicaSpecs/Worker/replicas", "value": 3},
+        ],
         _content_type="application/json-patch+json",  # CustomObjectsApi defaults to merge patch
     )
     assert patched["metadata"]["annotations"] == {"b": "2"}
     assert patched["spec"]["tfReplicaSpecs"]["Worker"]["replicas"] == 3
     with pytest.raises(ApiException) as error:
         custom_objects.patch_namespaced_custom_object(
-            GROUP, VERSION, namespace, PLURAL, "patch", [{"op": "test", "path": "/spec/x", "value": 1}],
+            GROUP,
+            VERSION,
+            namespace,
+            PLURAL,
+            "patch",
+            [{"op": "test", "path": "/spec/x", "value": 1}],
             _content_type="application/json-patch+json",
         )
     assert error.value.status == 422

@@ -44,7 +44,9 @@ def test_tfjobs_can_be_left_unserved(tmp_path: Any) -> None:
         groups = {g.name for g in client.ApisApi(api).get_api_versions().groups}
         assert "kubeflow.org" not in groups
         try:
-            client.CustomObjectsApi(api).list_namespaced_custom_object("kubeflow.org", "v1", "default", "tfjobs")
+            client.CustomObjectsApi(api).list_namespaced_custom_object(
+                "kubeflow.org", "v1", "default", "tfjobs"
+            )
         except client.ApiException as error:
             assert error.status == 404
         else:
@@ -63,8 +65,9 @@ class _Raw:
         )
         self.token = sandbox.token
 
-    def request(self, method: str, path: str, body: bytes | None = None, content_type: str = "application/json"
-                ) -> tuple[int, dict[str, Any], http.client.HTTPResponse]:
+    def request(
+        self, method: str, path: str, body: bytes | None = None, content_type: str = "application/json"
+    ) -> tuple[int, dict[str, Any], http.client.HTTPResponse]:
         headers = {"Authorization": f"Bearer {self.token}", "Content-Type": content_type}
         self.connection.request(method, path, body=body, headers=headers)
         response = self.connection.getresponse()
@@ -86,7 +89,7 @@ def test_unknown_content_type_is_415(module_sandbox: Sandbox) -> None:
 
 
 def test_server_side_apply_is_415(module_sandbox: Sandbox) -> None:
-    status, body, _ = _Raw(module_sandbox).request(
+    status, _, _ = _Raw(module_sandbox).request(
         "PATCH", "/api/v1/namespaces/default/services/x", b"{}", content_type="application/apply-patch+yaml"
     )
     assert status == 415
@@ -111,10 +114,14 @@ def test_duplicate_json_fields_follow_field_validation(module_sandbox: Sandbox) 
 
 def test_name_in_url_and_body_must_agree_on_update(module_sandbox: Sandbox) -> None:
     raw = _Raw(module_sandbox)
-    raw.request("POST", "/api/v1/namespaces/default/services",
-                b'{"metadata": {"name": "named"}, "spec": {"ports": [{"port": 1}]}}')
+    raw.request(
+        "POST",
+        "/api/v1/namespaces/default/services",
+        b'{"metadata": {"name": "named"}, "spec": {"ports": [{"port": 1}]}}',
+    )
     status, body, _ = raw.request(
-        "PUT", "/api/v1/namespaces/default/services/named",
+        "PUT",
+        "/api/v1/namespaces/default/services/named",
         b'{"metadata": {"name": "other"}, "spec": {"ports": [{"port": 1}]}}',
     )
     assert status == 400

@@ -1,4 +1,4 @@
-"""API faults: 5xx, 429 + Retry-After, connection resets, latency, dropped watches — in process and over HTTP."""
+"""API faults: 5xx, 429 + Retry-After, resets, latency, dropped watches, in process and over HTTP."""
 
 from __future__ import annotations
 
@@ -69,11 +69,18 @@ def test_faults_can_target_verbs_and_resources(faulty: Sandbox, core: client.Cor
     assert tfjobs.list_namespaced_custom_object("kubeflow.org", "v1", "default", "tfjobs")["items"] == []
     for _ in range(3):
         status, _, _ = _status_of(
-            tfjobs.create_namespaced_custom_object, "kubeflow.org", "v1", "default", "tfjobs", tfjob_manifest("f")
+            tfjobs.create_namespaced_custom_object,
+            "kubeflow.org",
+            "v1",
+            "default",
+            "tfjobs",
+            tfjob_manifest("f"),
         )
         assert status == 500
     faulty.clear_api_faults()
-    assert tfjobs.create_namespaced_custom_object("kubeflow.org", "v1", "default", "tfjobs", tfjob_manifest("f"))
+    assert tfjobs.create_namespaced_custom_object(
+        "kubeflow.org", "v1", "default", "tfjobs", tfjob_manifest("f")
+    )
 
 
 def test_subresource_filters(faulty: Sandbox, core: client.CoreV1Api) -> None:
@@ -123,7 +130,7 @@ def _watch_in_thread(core: client.CoreV1Api) -> tuple[threading.Thread, dict[str
                 "default", watch=True, resource_version="1", timeout_seconds=30, _preload_content=False
             )
             outcome["lines"] = [line for line in response.stream() if line.strip()]
-        except Exception as error:  # noqa: BLE001 - recorded for the assertion
+        except Exception as error:
             outcome["error"] = error
         outcome["elapsed"] = time.monotonic() - started
 
@@ -164,11 +171,16 @@ def test_admin_endpoints_drive_the_same_faults(faulty: Sandbox, core: client.Cor
     assert admin.status()["resourceVersion"]  # admin calls are never subject to API faults
     admin.clear_api_faults(fault_id)
     assert core.list_namespaced_pod("default").items == []
-    created = core.create_namespaced_service("default", {"metadata": {"name": "s"}, "spec": {"ports": [{"port": 1}]}})
+    created = core.create_namespaced_service(
+        "default", {"metadata": {"name": "s"}, "spec": {"ports": [{"port": 1}]}}
+    )
     admin.expire_watch_history()
     response = core.list_namespaced_service(
-        "default", watch=True, resource_version=str(int(created.metadata.resource_version) - 1),
-        timeout_seconds=1, _preload_content=False,
+        "default",
+        watch=True,
+        resource_version=str(int(created.metadata.resource_version) - 1),
+        timeout_seconds=1,
+        _preload_content=False,
     )
     events = [json.loads(line) for line in response.stream() if line.strip()]
     assert events[0]["type"] == "ERROR" and events[0]["object"]["code"] == 410

@@ -58,7 +58,9 @@ def test_since_seconds_filters_old_output(core_v1: client.CoreV1Api, finished_po
 
 def test_container_must_be_named_when_there_are_several(core_v1: client.CoreV1Api, namespace: str) -> None:
     manifest = pod_manifest("pair", command=["sh", "-c", "echo first"])
-    manifest["spec"]["containers"].append({"name": "sidecar", "image": "busybox", "command": ["sh", "-c", "echo second"]})
+    manifest["spec"]["containers"].append(
+        {"name": "sidecar", "image": "busybox", "command": ["sh", "-c", "echo second"]}
+    )
     core_v1.create_namespaced_pod(namespace, manifest)
     with pytest.raises(ApiException) as error:
         core_v1.read_namespaced_pod_log("pair", namespace)
@@ -90,7 +92,9 @@ def test_previous_without_a_restart_is_400(core_v1: client.CoreV1Api, finished_p
 def test_follow_streams_until_the_container_ends(core_v1: client.CoreV1Api, namespace: str) -> None:
     script = "for i in 1 2 3 4; do echo tick-$i; sleep 0.4; done"
     core_v1.create_namespaced_pod(namespace, pod_manifest("ticker", command=["sh", "-c", script]))
-    wait_for(lambda: core_v1.read_namespaced_pod("ticker", namespace).status.phase == "Running", what="Running")
+    wait_for(
+        lambda: core_v1.read_namespaced_pod("ticker", namespace).status.phase == "Running", what="Running"
+    )
     started = time.monotonic()
     response = core_v1.read_namespaced_pod_log("ticker", namespace, follow=True, _preload_content=False)
     arrivals: list[tuple[float, bytes]] = []

@@ -39,8 +39,12 @@ def labelled(core_v1: client.CoreV1Api, namespace: str) -> str:
         ("", {"a-1", "a-2", "a-3", "a-4"}),
     ],
 )
-def test_label_selector_operators(core_v1: client.CoreV1Api, labelled: str, selector: str, expected: set[str]) -> None:
-    names = {pod.metadata.name for pod in core_v1.list_namespaced_pod(labelled, label_selector=selector).items}
+def test_label_selector_operators(
+    core_v1: client.CoreV1Api, labelled: str, selector: str, expected: set[str]
+) -> None:
+    names = {
+        pod.metadata.name for pod in core_v1.list_namespaced_pod(labelled, label_selector=selector).items
+    }
     assert names == expected
 
 
@@ -59,8 +63,11 @@ def test_field_selectors_on_name_namespace_and_phase(core_v1: client.CoreV1Api, 
     ).items
     assert {pod.metadata.name for pod in not_named} == {"a-1", "a-2", "a-4"}
     running = wait_for(
-        lambda: (items := core_v1.list_namespaced_pod(labelled, field_selector="status.phase=Running").items)
-        and len(items) == 4 and items,
+        lambda: (
+            (items := core_v1.list_namespaced_pod(labelled, field_selector="status.phase=Running").items)
+            and len(items) == 4
+            and items
+        ),
         what="all four pods Running",
     )
     assert {pod.spec.node_name for pod in running} == {"sandbox-node"}
@@ -74,13 +81,17 @@ def test_unsupported_field_label_is_400(core_v1: client.CoreV1Api, namespace: st
     assert json.loads(error.value.body)["message"] == "field label not supported: spec.containers"
 
 
-def test_event_field_selectors_in_both_event_apis(module_api_client: object, core_v1: client.CoreV1Api,
-                                                  namespace: str) -> None:
+def test_event_field_selectors_in_both_event_apis(
+    module_api_client: object, core_v1: client.CoreV1Api, namespace: str
+) -> None:
     core_v1.create_namespaced_pod(namespace, pod_manifest("evented"))
     core_events = wait_for(
-        lambda: core_v1.list_namespaced_event(
-            namespace, field_selector="involvedObject.kind=Pod,involvedObject.name=evented,reason=Scheduled"
-        ).items,
+        lambda: (
+            core_v1.list_namespaced_event(
+                namespace,
+                field_selector="involvedObject.kind=Pod,involvedObject.name=evented,reason=Scheduled",
+            ).items
+        ),
         what="a Scheduled event",
     )
     assert core_events[0].involved_object.name == "evented"
@@ -88,13 +99,18 @@ def test_event_field_selectors_in_both_event_apis(module_api_client: object, cor
     events_v1 = client.EventsV1Api(module_api_client)
     # Read raw: events from the classic recorder have "eventTime": null, which the official client's
     # EventsV1Event model rejects (the same happens against a real cluster).
-    raw = events_v1.list_namespaced_event(namespace, field_selector="regarding.name=evented", _preload_content=False)
+    raw = events_v1.list_namespaced_event(
+        namespace, field_selector="regarding.name=evented", _preload_content=False
+    )
     new_shape = json.loads(raw.data)["items"]
     assert {event["reason"] for event in new_shape} >= {"Scheduled"}
     assert all(event["regarding"]["name"] == "evented" and "note" in event for event in new_shape)
     assert all(event["eventTime"] is None and event["deprecatedCount"] >= 1 for event in new_shape)
-    same_storage = json.loads(events_v1.list_namespaced_event(
-        namespace, field_selector="involvedObject.name=evented", _preload_content=False).data)["items"]
+    same_storage = json.loads(
+        events_v1.list_namespaced_event(
+            namespace, field_selector="involvedObject.name=evented", _preload_content=False
+        ).data
+    )["items"]
     assert {e["metadata"]["name"] for e in same_storage} == {e["metadata"]["name"] for e in new_shape}
 
 
@@ -123,7 +139,9 @@ def test_expired_continue_token_is_410(sandbox: object, api_client: object) -> N
             "default", {"metadata": {"name": f"page-{index}"}, "spec": {"ports": [{"port": 80}]}}
         )
     token = core_v1.list_namespaced_service("default", limit=1).metadata._continue
-    core_v1.create_namespaced_service("default", {"metadata": {"name": "later"}, "spec": {"ports": [{"port": 1}]}})
+    core_v1.create_namespaced_service(
+        "default", {"metadata": {"name": "later"}, "spec": {"ports": [{"port": 1}]}}
+    )
     sandbox.expire_watch_history()  # type: ignore[attr-defined]  # like etcd compaction
     with pytest.raises(ApiException) as error:
         core_v1.list_namespaced_service("default", limit=1, _continue=token)

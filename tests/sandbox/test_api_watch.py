@@ -1,4 +1,4 @@
-"""Watch semantics the provider's list-then-watch loop depends on: resume, bookmarks, 410, timeouts, selectors."""
+"""Watch semantics the provider's list-then-watch loop needs: resume, bookmarks, 410, timeouts, selectors."""
 
 from __future__ import annotations
 
@@ -38,19 +38,27 @@ def quick_bookmarks(tmp_path: Any) -> Iterator[Sandbox]:
         yield sb
 
 
-def test_watch_from_list_version_sees_every_change_in_order(core_v1: client.CoreV1Api, namespace: str) -> None:
+def test_watch_from_list_version_sees_every_change_in_order(
+    core_v1: client.CoreV1Api, namespace: str
+) -> None:
     listed = core_v1.list_namespaced_service(namespace)
     core_v1.create_namespaced_service(namespace, _service("w1"))
     core_v1.patch_namespaced_service("w1", namespace, {"metadata": {"labels": {"step": "two"}}})
     core_v1.delete_namespaced_service("w1", namespace)
     seen = []
     stream = watch.Watch().stream(
-        core_v1.list_namespaced_service, namespace, resource_version=listed.metadata.resource_version,
+        core_v1.list_namespaced_service,
+        namespace,
+        resource_version=listed.metadata.resource_version,
         timeout_seconds=1,
     )
     for event in stream:
         seen.append((event["type"], event["object"].metadata.name, event["object"].metadata.labels))
-    assert seen == [("ADDED", "w1", {}), ("MODIFIED", "w1", {"step": "two"}), ("DELETED", "w1", {"step": "two"})]
+    assert seen == [
+        ("ADDED", "w1", {}),
+        ("MODIFIED", "w1", {"step": "two"}),
+        ("DELETED", "w1", {"step": "two"}),
+    ]
 
 
 def test_watch_without_version_starts_with_synthetic_added_events(
@@ -62,16 +70,24 @@ def test_watch_without_version_starts_with_synthetic_added_events(
     assert [(e["type"], e["object"].metadata.name) for e in events] == [("ADDED", "s-a"), ("ADDED", "s-b")]
 
 
-def test_resume_from_an_event_version_replays_only_later_changes(core_v1: client.CoreV1Api, namespace: str) -> None:
+def test_resume_from_an_event_version_replays_only_later_changes(
+    core_v1: client.CoreV1Api, namespace: str
+) -> None:
     first = core_v1.create_namespaced_service(namespace, _service("r1"))
     core_v1.create_namespaced_service(namespace, _service("r2"))
     core_v1.delete_namespaced_service("r1", namespace)
-    events = list(watch.Watch().stream(
-        core_v1.list_namespaced_service, namespace, resource_version=first.metadata.resource_version,
-        timeout_seconds=1,
-    ))
+    events = list(
+        watch.Watch().stream(
+            core_v1.list_namespaced_service,
+            namespace,
+            resource_version=first.metadata.resource_version,
+            timeout_seconds=1,
+        )
+    )
     assert [(e["type"], e["object"].metadata.name) for e in events] == [("ADDED", "r2"), ("DELETED", "r1")]
-    assert int(events[-1]["object"].metadata.resource_version) > int(events[0]["object"].metadata.resource_version)
+    assert int(events[-1]["object"].metadata.resource_version) > int(
+        events[0]["object"].metadata.resource_version
+    )
 
 
 def test_selector_transitions_become_added_and_deleted(core_v1: client.CoreV1Api, namespace: str) -> None:
@@ -79,10 +95,15 @@ def test_selector_transitions_become_added_and_deleted(core_v1: client.CoreV1Api
     core_v1.create_namespaced_service(namespace, _service("sel", role="a"))
     core_v1.patch_namespaced_service("sel", namespace, {"metadata": {"labels": {"role": "b"}}})
     core_v1.patch_namespaced_service("sel", namespace, {"metadata": {"labels": {"role": "a"}}})
-    events = list(watch.Watch().stream(
-        core_v1.list_namespaced_service, namespace, label_selector="role=a", resource_version=start,
-        timeout_seconds=1,
-    ))
+    events = list(
+        watch.Watch().stream(
+            core_v1.list_namespaced_service,
+            namespace,
+            label_selector="role=a",
+            resource_version=start,
+            timeout_seconds=1,
+        )
+    )
     assert [e["type"] for e in events] == ["ADDED", "DELETED", "ADDED"]
     assert events[1]["object"].metadata.labels == {"role": "a"}  # the last state the watcher could see
 
@@ -127,8 +148,12 @@ def test_bookmarks_carry_the_current_version_and_precede_the_timeout(
     created = core_v1.create_namespaced_service("default", _service("bm"))
     started = time.monotonic()
     response = core_v1.list_namespaced_service(
-        "default", watch=True, allow_watch_bookmarks=True, resource_version=created.metadata.resource_version,
-        timeout_seconds=1, _preload_content=False,
+        "default",
+        watch=True,
+        allow_watch_bookmarks=True,
+        resource_version=created.metadata.resource_version,
+        timeout_seconds=1,
+        _preload_content=False,
     )
     events = list(_raw_events(response))
     elapsed = time.monotonic() - started
@@ -138,10 +163,13 @@ def test_bookmarks_carry_the_current_version_and_precede_the_timeout(
     assert len(bookmarks) >= 2  # periodic ones plus the one just before the deadline
     assert events[-1]["type"] == "BOOKMARK"
     assert bookmarks[0]["object"] == {
-        "kind": "Service", "apiVersion": "v1",
+        "kind": "Service",
+        "apiVersion": "v1",
         "metadata": {"resourceVersion": bookmarks[0]["object"]["metadata"]["resourceVersion"]},
     }
-    assert int(bookmarks[-1]["object"]["metadata"]["resourceVersion"]) >= int(created.metadata.resource_version)
+    assert int(bookmarks[-1]["object"]["metadata"]["resourceVersion"]) >= int(
+        created.metadata.resource_version
+    )
 
 
 def test_no_bookmarks_unless_requested(quick_bookmarks: Sandbox) -> None:
@@ -158,10 +186,15 @@ def test_watch_one_object_by_field_selector(core_v1: client.CoreV1Api, namespace
     start = core_v1.list_namespaced_service(namespace).metadata.resource_version
     core_v1.create_namespaced_service(namespace, _service("mine"))
     core_v1.create_namespaced_service(namespace, _service("other"))
-    events = list(watch.Watch().stream(
-        core_v1.list_namespaced_service, namespace, field_selector="metadata.name=mine", resource_version=start,
-        timeout_seconds=1,
-    ))
+    events = list(
+        watch.Watch().stream(
+            core_v1.list_namespaced_service,
+            namespace,
+            field_selector="metadata.name=mine",
+            resource_version=start,
+            timeout_seconds=1,
+        )
+    )
     assert [e["object"].metadata.name for e in events] == ["mine"]
 
 
@@ -178,8 +211,10 @@ def test_async_client_watch_receives_live_changes(module_sandbox: Sandbox, names
 
             async def consume() -> None:
                 stream = awatch.Watch().stream(
-                    core.list_namespaced_service, namespace,
-                    resource_version=listed.metadata.resource_version, timeout_seconds=5,
+                    core.list_namespaced_service,
+                    namespace,
+                    resource_version=listed.metadata.resource_version,
+                    timeout_seconds=5,
                 )
                 async for event in stream:
                     seen.append((event["type"], event["object"].metadata.name))
@@ -211,7 +246,11 @@ def test_watch_latency_is_small_with_many_watchers(module_sandbox: Sandbox, name
 
             async def one_watcher() -> None:
                 response = await core.list_namespaced_service(
-                    namespace, watch=True, resource_version=start_rv, timeout_seconds=5, _preload_content=False
+                    namespace,
+                    watch=True,
+                    resource_version=start_rv,
+                    timeout_seconds=5,
+                    _preload_content=False,
                 )
                 async for _line in response.content:
                     arrived.append(time.perf_counter())

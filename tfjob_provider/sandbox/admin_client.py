@@ -58,7 +58,9 @@ class SandboxAdminClient:
     def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
         data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(
-            f"{self.url}/sandbox/v1{path}", data=data, method=method,
+            f"{self.url}/sandbox/v1{path}",
+            data=data,
+            method=method,
             headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
         )
         try:
@@ -91,12 +93,20 @@ class SandboxAdminClient:
         latency: float = 0.0,
     ) -> int:
         """Activate an API fault (``status``, ``reset`` or ``latency``); returns its id."""
-        rule = self._call("POST", "/faults/api", {
-            "action": action, "status": status, "count": count, "rate": rate,
-            "verbs": list(verbs) if verbs is not None else None,
-            "resources": list(resources) if resources is not None else None,
-            "retryAfter": retry_after, "latency": latency,
-        })
+        rule = self._call(
+            "POST",
+            "/faults/api",
+            {
+                "action": action,
+                "status": status,
+                "count": count,
+                "rate": rate,
+                "verbs": list(verbs) if verbs is not None else None,
+                "resources": list(resources) if resources is not None else None,
+                "retryAfter": retry_after,
+                "latency": latency,
+            },
+        )
         return int(rule["id"])
 
     def api_faults(self) -> list[dict[str, Any]]:

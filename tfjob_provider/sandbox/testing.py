@@ -32,7 +32,7 @@ def running_sandbox(**options: Any) -> Iterator[Sandbox]:
 
 def sync_api_client(sandbox: Sandbox) -> Any:
     """A ``kubernetes.client.ApiClient`` built from the sandbox's kubeconfig (close it when done)."""
-    from kubernetes import config
+    from kubernetes import config  # type: ignore[import-untyped]
 
     return config.new_client_from_config(config_file=str(sandbox.kubeconfig_path))
 
@@ -79,8 +79,10 @@ def pod_manifest(
     }
 
 
-def tfjob_manifest(name: str, *, command: list[str] | None = None, workers: int = 1, **spec: Any) -> dict[str, Any]:
-    """A minimal TFJob with ``workers`` Worker replicas running ``command`` in the ``tensorflow`` container."""
+def tfjob_manifest(
+    name: str, *, command: list[str] | None = None, workers: int = 1, **spec: Any
+) -> dict[str, Any]:
+    """A minimal TFJob: ``workers`` Worker replicas running ``command`` in the ``tensorflow`` container."""
     return {
         "apiVersion": "kubeflow.org/v1",
         "kind": "TFJob",
@@ -93,8 +95,11 @@ def tfjob_manifest(name: str, *, command: list[str] | None = None, workers: int 
                     "template": {
                         "spec": {
                             "containers": [
-                                {"name": "tensorflow", "image": "tensorflow/tensorflow:2.15.0",
-                                 "command": command or ["true"]}
+                                {
+                                    "name": "tensorflow",
+                                    "image": "tensorflow/tensorflow:2.15.0",
+                                    "command": command or ["true"],
+                                }
                             ]
                         }
                     },
