@@ -208,6 +208,13 @@ def _culprit_lines(number: int, facts: PodFailure, log_tail: str | None) -> list
     return lines
 
 
+def about_job(message: str, *, name: str, namespace: str, verb: str) -> str:
+    """``message`` as is when it already names the TFJob, else ``"TFJob <ns>/<name> <verb>: <message>"``."""
+    if f"{namespace}/{name}" in message:
+        return message
+    return f"TFJob {namespace}/{name} {verb}: {message}"
+
+
 def failure_report(
     *,
     name: str,
@@ -227,7 +234,7 @@ def failure_report(
     logs = logs or {}
     retry = "retryable — Airflow may retry the task" if verdict.retryable else "permanent — not retried"
     lines = [
-        f"TFJob {namespace}/{name} failed: {_clip(verdict.message)}",
+        _clip(about_job(verdict.message, name=name, namespace=namespace, verb="failed")),
         f"  reason {verdict.reason}; {retry}",
     ]
     by_name = {pod_name(pod): pod for pod in pods}
@@ -313,6 +320,7 @@ __all__ = [
     "MAX_REPORT_EVENTS",
     "LogRequest",
     "PodFailure",
+    "about_job",
     "describe_pod",
     "failure_report",
     "job_times",

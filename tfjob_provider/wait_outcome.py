@@ -47,6 +47,10 @@ OUTCOME_STATUSES: Final[tuple[str, ...]] = get_args(OutcomeStatus)
 REASON_STARTUP_TIMEOUT: Final = "StartupTimeout"
 #: The message the issue asks for when nothing ever wrote a status on the TFJob.
 NOT_RECONCILED_MESSAGE: Final = "no training operator is reconciling this TFJob"
+#: Why fresh reads list the pods *before* getting the TFJob: the training operator writes a terminal
+#: condition before it acts on pods because of it (cleanPodPolicy deletions), so a TFJob read after
+#: the pods is at least as new as every pod change it caused.
+FRESH_READ_ORDER: Final = ("pods", "tfjob")
 #: Shortest pause between two re-evaluations of an unchanged snapshot (keeps a loop from spinning).
 MIN_RECHECK_SECONDS: Final = 0.05
 
@@ -317,6 +321,25 @@ class WaitTarget:
             return self._startup_failure(tfjob, pods, verdict, waited)
         return None
 
+    def needs_confirmation(self, outcome: WaitOutcome | None) -> bool:
+        """Whether ``outcome`` must be confirmed on a fresh read before it may end the wait.
+
+        That is every Failed verdict the provider reached on its own (the TFJob carries no
+        terminal condition yet).  The TFJob and the pods arrive on two watch streams that are not
+        ordered with respect to each other, and a waiter may skip intermediate snapshots, so a
+        snapshot can pair a TFJob status from *before* an event with pods from *after* it — e.g.
+        the PS pods the training operator deletes under ``cleanPodPolicy`` right after it marked
+        the job Succeeded look like replicas killed under a running job.  Read the pods first and
+        the TFJob second (:data:`FRESH_READ_ORDER`)
+        and judge again; what that says is final.
+        """
+        return (
+            outcome is not None
+            and outcome.status == "failed"
+            and outcome.verdict is not None
+            and not outcome.verdict.operator_finished
+        )
+
     def deadline_passed(self, now: datetime) -> bool:
         return self.deadline is not None and now >= self.deadline
 
@@ -369,6 +392,7 @@ def _phase(pod: Mapping[str, Any]) -> str | None:
 
 
 __all__ = [
+    "FRESH_READ_ORDER",
     "NOT_RECONCILED_MESSAGE",
     "OUTCOME_STATUSES",
     "REASON_STARTUP_TIMEOUT",

@@ -174,3 +174,16 @@ def test_deadlines_are_absolute_utc_and_the_earliest_wins() -> None:
     assert earliest_deadline({"timeout": None}) == (None, None)
     assert parse_utc(format_utc(early)) == early
     assert parse_utc("2025-03-01T12:00:00Z") == NOW
+
+
+def test_only_the_providers_own_failures_need_a_fresh_read() -> None:
+    """Streams race: the operator's cleanPodPolicy deletions can arrive before its Succeeded status."""
+    job = make_tfjob({"Chief": 1, "PS": 1})
+    cleanup_race = [make_pod("Chief", phase="Succeeded"), make_pod("PS", deleting=True)]
+    stale = target().judge(job, cleanup_race, now=NOW)
+    assert stale is not None and stale.status == "failed" and target().needs_confirmation(stale)
+    job["status"]["conditions"].append(condition("Succeeded"))
+    fresh = target().judge(job, cleanup_race, now=NOW)
+    assert fresh is not None and fresh.status == "success" and not target().needs_confirmation(fresh)
+    assert not target().needs_confirmation(target().judge(None, [], now=NOW))  # deletion is certain
+    assert not target().needs_confirmation(None)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from tfjob_provider.kube.errors import KubeApiError, NotFoundError
-from tfjob_provider.reporting import MAX_CULPRIT_LOGS, failure_report, logs_to_fetch
+from tfjob_provider.reporting import MAX_CULPRIT_LOGS, about_job, failure_report, logs_to_fetch
 from tfjob_provider.wait_outcome import WaitOutcome, uid_of
 
 if TYPE_CHECKING:
@@ -72,7 +72,8 @@ def failure_exception(outcome: WaitOutcome) -> AirflowException:
     retryable = verdict is None or verdict.retryable
     reason = verdict.reason if verdict is not None else "Unknown"
     kind = "retryable" if retryable else "permanent"
-    message = f"TFJob {outcome.namespace}/{outcome.name} failed ({reason}, {kind}): {outcome.message}"
+    said = about_job(outcome.message, name=outcome.name, namespace=outcome.namespace, verb="failed")
+    message = f"{said} [{reason}, {kind}]"
     return AirflowException(message) if retryable else AirflowFailException(message)
 
 

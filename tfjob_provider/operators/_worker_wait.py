@@ -81,12 +81,14 @@ class SnapshotFeed:
 def read_job(
     client: SyncTFJobClient, *, name: str, namespace: str
 ) -> tuple[dict[str, object] | None, list[dict[str, object]]]:
-    """The TFJob (None if absent) and its pods, straight from the API server."""
+    """The TFJob (None if absent) and its pods, straight from the API server, pods first
+    (:data:`~tfjob_provider.wait_outcome.FRESH_READ_ORDER`)."""
+    pods = client.list_job_pods(name, namespace=namespace)
     try:
         tfjob: dict[str, object] | None = client.get_tfjob(name, namespace=namespace)
     except NotFoundError:
         return None, []
-    return tfjob, client.list_job_pods(name, namespace=namespace)
+    return tfjob, pods
 
 
 def wait_in_worker(
@@ -99,6 +101,8 @@ def wait_in_worker(
 ) -> WaitOutcome:
     """Watch the TFJob until ``target`` says the wait is over; same decisions as the trigger.
 
+    API errors of the fresh reads (after the client's own retries) end the wait as ``error``.
+
     :param on_snapshot: called with each new snapshot (the log streamer follows pods with it).
     :param interrupted: returns a reason when the task is being killed; the wait then ends as
         an ``error`` outcome at the next wake-up.
@@ -106,34 +110,58 @@ def wait_in_worker(
     feed = SnapshotFeed(lambda: client.watch_job(target.name, namespace=target.namespace), name=target.name)
     feed.start()
     try:
-        last: JobSnapshot | None = None
-        while True:
-            ended, error = feed.ended, feed.error  # read before the snapshot: never miss the last one
-            snapshot = feed.take()
-            now = utc_now()
-            if snapshot is not None:
-                if snapshot is not last and on_snapshot is not None:
-                    on_snapshot(snapshot)
-                last = snapshot
-                outcome = target.judge(snapshot.tfjob, snapshot.pods, now=now, deleted=snapshot.deleted)
-                if outcome is not None:
-                    return outcome
-            if error is not None:
-                message = error.message if isinstance(error, KubeApiError) else str(error)
-                return target.error(f"watching TFJob {target.namespace}/{target.name} failed: {message}")
-            if ended:
-                return target.error(f"the watch on TFJob {target.namespace}/{target.name} ended unexpectedly")
-            reason = interrupted() if interrupted is not None else None
-            if reason:
-                return target.error(reason)
-            if target.deadline_passed(now):
-                tfjob, pods = read_job(client, name=target.name, namespace=target.namespace)
-                now = utc_now()
-                return target.judge(tfjob, pods, now=now) or target.timed_out(tfjob, pods, now=now)
-            tfjob = snapshot.tfjob if snapshot is not None else None
-            feed.wait(target.seconds_until_recheck(tfjob, now=now, interval=poll_interval))
+        return _wait(
+            client,
+            target,
+            feed,
+            poll_interval=poll_interval,
+            on_snapshot=on_snapshot,
+            interrupted=interrupted,
+        )
+    except KubeApiError as error:  # a fresh read failed even after the client's retries
+        return target.error(f"reading TFJob {target.namespace}/{target.name} failed: {error.message}")
     finally:
         feed.stop()
+
+
+def _wait(
+    client: SyncTFJobClient,
+    target: WaitTarget,
+    feed: SnapshotFeed,
+    *,
+    poll_interval: float,
+    on_snapshot: Callable[[JobSnapshot], None] | None,
+    interrupted: Callable[[], str | None] | None,
+) -> WaitOutcome:
+    last: JobSnapshot | None = None
+    while True:
+        ended, error = feed.ended, feed.error  # read before the snapshot: never miss the last one
+        snapshot = feed.take()
+        now = utc_now()
+        if snapshot is not None:
+            if snapshot is not last and on_snapshot is not None:
+                on_snapshot(snapshot)
+            last = snapshot
+            outcome = target.judge(snapshot.tfjob, snapshot.pods, now=now, deleted=snapshot.deleted)
+            if target.needs_confirmation(outcome):
+                tfjob, pods = read_job(client, name=target.name, namespace=target.namespace)
+                outcome = target.judge(tfjob, pods, now=utc_now())
+            if outcome is not None:
+                return outcome
+        if error is not None:
+            message = error.message if isinstance(error, KubeApiError) else str(error)
+            return target.error(f"watching TFJob {target.namespace}/{target.name} failed: {message}")
+        if ended:
+            return target.error(f"the watch on TFJob {target.namespace}/{target.name} ended unexpectedly")
+        reason = interrupted() if interrupted is not None else None
+        if reason:
+            return target.error(reason)
+        if target.deadline_passed(now):
+            tfjob, pods = read_job(client, name=target.name, namespace=target.namespace)
+            now = utc_now()
+            return target.judge(tfjob, pods, now=now) or target.timed_out(tfjob, pods, now=now)
+        tfjob = snapshot.tfjob if snapshot is not None else None
+        feed.wait(target.seconds_until_recheck(tfjob, now=now, interval=poll_interval))
 
 
 __all__ = ["SnapshotFeed", "read_job", "wait_in_worker"]

@@ -68,7 +68,7 @@ from tfjob_provider.operators._log_streaming import LogStreamer
 from tfjob_provider.operators._submission import Submission, TaskIdentity, submit_or_adopt
 from tfjob_provider.operators._worker_wait import read_job, wait_in_worker
 from tfjob_provider.policy import Rules, decide
-from tfjob_provider.reporting import replicas_still_running, result_dict
+from tfjob_provider.reporting import about_job, replicas_still_running, result_dict
 from tfjob_provider.triggers.tfjob import TFJobTrigger
 from tfjob_provider.wait_outcome import (
     WaitOutcome,
@@ -557,7 +557,7 @@ class TFJobOperator(BaseOperator):
             delete_if_ours(client, name=name, namespace=namespace, uid=uid, log=self.log, why=why)
 
         if outcome.status == "success" and outcome.verdict is not None:
-            self.log.info("TFJob %s/%s succeeded: %s", namespace, name, outcome.message)
+            self.log.info("%s", about_job(outcome.message, name=name, namespace=namespace, verb="succeeded"))
             if self.on_finish_action in ("delete", "delete_succeeded"):
                 delete(f"on_finish_action={self.on_finish_action!r}")
             return result_dict(
@@ -578,9 +578,11 @@ class TFJobOperator(BaseOperator):
             raise failure_exception(outcome)
         if outcome.status == "timeout":
             delete(outcome.message)
-            raise AirflowTaskTimeout(f"TFJob {namespace}/{name}: {outcome.message}")
+            raise AirflowTaskTimeout(
+                about_job(outcome.message, name=name, namespace=namespace, verb="timed out")
+            )
         delete(f"the wait failed: {outcome.message}")
-        raise AirflowException(f"TFJob {namespace}/{name}: {outcome.message}")
+        raise AirflowException(about_job(outcome.message, name=name, namespace=namespace, verb="error"))
 
     # --- killing -------------------------------------------------------------------------------------
 

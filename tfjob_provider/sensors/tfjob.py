@@ -38,7 +38,7 @@ from tfjob_provider.operators.tfjob import (
     translated_api_errors,
 )
 from tfjob_provider.policy import Rules
-from tfjob_provider.reporting import result_dict
+from tfjob_provider.reporting import about_job, result_dict
 from tfjob_provider.triggers.tfjob import TFJobTrigger
 from tfjob_provider.wait_outcome import WaitOutcome, WaitTarget, format_utc, utc_now
 
@@ -184,7 +184,10 @@ class TFJobSensor(BaseSensorOperator):
 
     def _conclude(self, outcome: WaitOutcome) -> dict[str, Any]:
         if outcome.status == "success" and outcome.verdict is not None:
-            self.log.info("TFJob %s/%s succeeded: %s", outcome.namespace, outcome.name, outcome.message)
+            self.log.info(
+                "%s",
+                about_job(outcome.message, name=outcome.name, namespace=outcome.namespace, verb="succeeded"),
+            )
             return result_dict(
                 name=outcome.name,
                 namespace=outcome.namespace,
@@ -199,9 +202,13 @@ class TFJobSensor(BaseSensorOperator):
             self.log.error("%s", report)
             error = failure_exception(outcome)
         elif outcome.status == "timeout":
-            error = AirflowSensorTimeout(f"TFJob {outcome.namespace}/{outcome.name}: {outcome.message}")
+            error = AirflowSensorTimeout(
+                about_job(outcome.message, name=outcome.name, namespace=outcome.namespace, verb="timed out")
+            )
         else:
-            error = AirflowException(f"TFJob {outcome.namespace}/{outcome.name}: {outcome.message}")
+            error = AirflowException(
+                about_job(outcome.message, name=outcome.name, namespace=outcome.namespace, verb="error")
+            )
         if self.soft_fail:
             raise AirflowSkipException(f"soft_fail: {error}") from error
         raise error

@@ -185,15 +185,19 @@ class TFJobTrigger(BaseTrigger):
             # was deleted before we subscribed or is merely not delivered yet.
             tfjob, pods = await self._read(client)
             return target.judge(tfjob, pods, now=utc_now())
-        return target.judge(snapshot.tfjob, snapshot.pods, now=utc_now(), deleted=snapshot.deleted)
+        outcome = target.judge(snapshot.tfjob, snapshot.pods, now=utc_now(), deleted=snapshot.deleted)
+        if target.needs_confirmation(outcome):
+            tfjob, pods = await self._read(client)
+            outcome = target.judge(tfjob, pods, now=utc_now())
+        return outcome
 
     async def _read(self, client: AsyncTFJobClient) -> tuple[dict[str, Any] | None, Sequence[dict[str, Any]]]:
-        """The TFJob and its pods straight from the API server (not the watch cache)."""
+        """The TFJob and its pods straight from the API server, pods first (``FRESH_READ_ORDER``)."""
+        pods = await client.list_job_pods(self.name, namespace=self.namespace)
         try:
             tfjob: dict[str, Any] | None = await client.get_tfjob(self.name, namespace=self.namespace)
         except NotFoundError:
             return None, []
-        pods = await client.list_job_pods(self.name, namespace=self.namespace)
         return tfjob, pods
 
     async def _at_deadline(
