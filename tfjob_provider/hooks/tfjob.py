@@ -26,6 +26,7 @@ The clients themselves (retries, rate limit, watch) live in :mod:`tfjob_provider
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import os
 import time
@@ -332,6 +333,9 @@ class TFJobHook(BaseHook):
         lock = _async_locks.setdefault(loop, asyncio.Lock())
         async with lock:
             if key not in clients:
+                # The first import of kubernetes_asyncio's generated client takes seconds of CPU;
+                # do it off the event loop so the triggerer's other triggers keep running.
+                await asyncio.to_thread(importlib.import_module, "tfjob_provider.kube.async_client")
                 clients[key] = await self._build_async_client(settings)
             return clients[key]
 
