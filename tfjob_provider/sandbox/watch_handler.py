@@ -20,6 +20,7 @@ from aiohttp import web
 from tfjob_provider.sandbox import http_common as http
 from tfjob_provider.sandbox.routing import RequestInfo
 from tfjob_provider.sandbox.store import Store
+from tfjob_provider.sandbox.watching import WatchSubscription
 
 DEFAULT_MIN_REQUEST_TIMEOUT = 1800.0
 
@@ -77,10 +78,9 @@ class WatchStreams:
             self._open.discard(response)
         return response
 
-    async def _pump(self, response: web.StreamResponse, subscription: object, seconds: float) -> None:
-        from tfjob_provider.sandbox.watching import WatchSubscription
-
-        assert isinstance(subscription, WatchSubscription)
+    async def _pump(
+        self, response: web.StreamResponse, subscription: WatchSubscription, seconds: float
+    ) -> None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + seconds
         next_bookmark = loop.time() + self.bookmark_interval
@@ -95,11 +95,12 @@ class WatchStreams:
             if bookmarks:
                 wait = max(0.0, min(wait, next_bookmark - now))
             try:
-                delivery = await subscription.next_delivery(wait)
+                batch = await subscription.next_batch(wait)
             except StopAsyncIteration:
                 return
-            if delivery is not None:
-                await response.write(delivery.line(subscription.view))
+            if batch is not None:
+                view = subscription.view
+                await response.write(b"".join(delivery.line(view) for delivery in batch))
                 continue
             if bookmarks and loop.time() >= next_bookmark and subscription.idle:
                 await response.write(subscription.bookmark_line())

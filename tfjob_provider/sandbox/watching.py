@@ -63,6 +63,11 @@ class Delivery:
         return cached
 
 
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
 def encode_event(event_type: str, obj: dict[str, Any]) -> bytes:
     return json.dumps({"type": event_type, "object": obj}, separators=(",", ":")).encode() + b"\n"
 
@@ -125,7 +130,7 @@ class WatchSubscription:
         self._current_rv = current_rv
         self._on_close = on_close
         self._pending: deque[Delivery] = deque()
-        self._wakeup: asyncio.Event | None = None
+        self._waiter: asyncio.Future[None] | None = None
         self.closed = False
         self.close_reason = ""
 
@@ -177,8 +182,11 @@ class WatchSubscription:
             self.close("watcher fell too far behind")
             return
         self._pending.append(delivery)
-        if self._wakeup is not None:
-            self._wakeup.set()
+        self._wake_consumer()
+
+    def _wake_consumer(self) -> None:
+        if self._waiter is not None:
+            _wake(self._waiter)
 
     def close(self, reason: str = "closed") -> None:
         """End the stream after whatever is already queued (used for drop-watch faults and shutdown)."""
@@ -186,8 +194,7 @@ class WatchSubscription:
             self.closed = True
             self.close_reason = reason
             self._on_close(self)
-        if self._wakeup is not None:
-            self._wakeup.set()
+        self._wake_consumer()
 
     # --- consuming (HTTP side) ---------------------------------------------------------------
 
@@ -196,23 +203,40 @@ class WatchSubscription:
         """No queued events: a bookmark now would be truthful."""
         return not self._pending
 
-    async def next_delivery(self, timeout: float | None = None) -> Delivery | None:
-        """The next queued event; ``None`` if ``timeout`` passes first; StopAsyncIteration at the end."""
-        while not self._pending:
+    async def next_batch(self, timeout: float | None = None) -> list[Delivery] | None:
+        """Every queued event (waiting up to ``timeout`` for one); ``None`` on timeout.
+
+        Raises StopAsyncIteration once the subscription is closed and drained.  Handing out the
+        whole backlog lets the HTTP layer write many events with one socket write.
+        """
+        if not self._pending:
             if self.closed:
                 raise StopAsyncIteration
-            if self._wakeup is None:
-                self._wakeup = asyncio.Event()
-            self._wakeup.clear()
-            if timeout is None:
-                await self._wakeup.wait()
-            else:
-                try:
-                    await asyncio.wait_for(self._wakeup.wait(), timeout)
-                except asyncio.TimeoutError:
-                    return None
-                if not self._pending and not self.closed:
-                    return None
+            loop = asyncio.get_running_loop()
+            waiter: asyncio.Future[None] = loop.create_future()
+            self._waiter = waiter
+            timer = loop.call_later(timeout, _wake, waiter) if timeout is not None else None
+            try:
+                await waiter
+            finally:
+                self._waiter = None
+                if timer is not None:
+                    timer.cancel()
+            if not self._pending:
+                if self.closed:
+                    raise StopAsyncIteration
+                return None
+        batch = list(self._pending)
+        self._pending.clear()
+        return batch
+
+    async def next_delivery(self, timeout: float | None = None) -> Delivery | None:
+        """The next queued event; ``None`` if ``timeout`` passes first; StopAsyncIteration at the end."""
+        if not self._pending:
+            batch = await self.next_batch(timeout)
+            if batch is None:
+                return None
+            self._pending.extendleft(reversed(batch))
         return self._pending.popleft()
 
     def bookmark(self) -> WatchEvent:
