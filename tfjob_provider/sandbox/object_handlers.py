@@ -13,11 +13,12 @@ from typing import Any
 from aiohttp import web
 
 from tfjob_provider.sandbox import http_common as http
-from tfjob_provider.sandbox.errors import ApiError
+from tfjob_provider.sandbox.errors import ApiError, status_success
+from tfjob_provider.sandbox.objects import meta_of
 from tfjob_provider.sandbox.patching import APPLY_PATCH, PATCH_TYPES
 from tfjob_provider.sandbox.resources import ResourceType
 from tfjob_provider.sandbox.routing import RequestInfo
-from tfjob_provider.sandbox.store import Store, delete_response
+from tfjob_provider.sandbox.store import DeleteOutcome, Store
 
 
 def _method_not_allowed() -> ApiError:
@@ -245,3 +246,24 @@ async def _delete_collection(
             raise
         deleted.append(outcome.obj)
     return http.json_response({**listed, "items": deleted})
+
+
+def delete_response(rt: ResourceType, outcome: DeleteOutcome) -> tuple[int, dict[str, Any]]:
+    """HTTP code and body kube-apiserver returns for a delete of ``rt`` with ``outcome``.
+
+    Pending (graceful or finalizers) → 202 with the object.  Removed → 200 with the object for
+    built-in types, a ``Status`` of success for custom resources (as upstream).
+    """
+    if not outcome.removed:
+        return 202, outcome.obj
+    if rt.group and rt.group not in ("apiextensions.k8s.io", "events.k8s.io"):
+        meta = meta_of(outcome.obj)
+        return 200, status_success(
+            details={
+                "name": meta.get("name", ""),
+                "group": rt.group,
+                "kind": rt.plural,
+                "uid": meta.get("uid", ""),
+            }
+        )
+    return 200, outcome.obj

@@ -13,9 +13,7 @@ history, watch queues and snapshots can share them safely; dicts handed to calle
 
 from __future__ import annotations
 
-import base64
 import builtins
-import json
 import logging
 import secrets
 import uuid
@@ -23,11 +21,29 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, Protocol
 
 from tfjob_provider.sandbox import builtin_types
-from tfjob_provider.sandbox.errors import ApiError, invalid, not_found, status_success
+from tfjob_provider.sandbox.errors import ApiError, invalid, not_found
 from tfjob_provider.sandbox.event_shapes import core_to_events_v1, events_v1_to_core
+from tfjob_provider.sandbox.objects import (
+    check_field_validation,
+    check_preconditions,
+    check_type_meta,
+    check_uid,
+    clone,
+    conflict,
+    decode_continue,
+    encode_continue,
+    format_time,
+    meta_of,
+    pod_is_running,
+    sort_key,
+    status_details,
+    utcnow,
+    without_keys,
+)
+from tfjob_provider.sandbox.ownership import Location, OwnerIndex
 from tfjob_provider.sandbox.patching import apply_patch
 from tfjob_provider.sandbox.resources import (
     EVENTS_V1,
@@ -42,17 +58,25 @@ from tfjob_provider.sandbox.resources import (
 from tfjob_provider.sandbox.selectors import Selection
 from tfjob_provider.sandbox.watching import Change, History, WatchEvent, WatchSubscription
 
-__all__ = ["ApiError", "DeleteOutcome", "Store", "WatchEvent", "WatchSubscription", "format_time", "utcnow"]
+__all__ = [
+    "ApiError",
+    "DeleteOutcome",
+    "Store",
+    "WatchEvent",
+    "WatchSubscription",
+    "clone",
+    "format_time",
+    "utcnow",
+]
 
 log = logging.getLogger(__name__)
-_T = TypeVar("_T")
 
 Listener = Callable[[str, ResourceType, dict[str, Any], "dict[str, Any] | None"], None]
 AdmissionFn = Callable[[str, dict[str, Any], "dict[str, Any] | None"], list[dict[str, Any]]]
 # Aliases for annotations inside Store, whose ``list`` method shadows the builtin there.
 Warnings = list[str]
 Objects = list[dict[str, Any]]
-Entries = list[tuple[StorageKey, str, str]]
+Entries = list[Location]
 Types = list[ResourceType]
 
 FOREGROUND_FINALIZER = "foregroundDeletion"
@@ -60,29 +84,6 @@ ORPHAN_FINALIZER = "orphan"
 _GENERATE_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _IMMUTABLE_METADATA = ("uid", "name", "namespace", "creationTimestamp", "generateName")
 _VALID_PROPAGATION = ("Background", "Foreground", "Orphan")
-_VALID_FIELD_VALIDATION = ("Strict", "Warn", "Ignore")
-
-
-def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
-
-
-def format_time(moment: datetime) -> str:
-    """RFC 3339 with second precision and a ``Z`` suffix, as metav1.Time serialises."""
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def clone(value: _T) -> _T:
-    """Deep copy of a JSON-shaped value (much faster than ``copy.deepcopy`` for dicts of lists)."""
-    return cast(_T, _clone_json(value))
-
-
-def _clone_json(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {key: _clone_json(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_clone_json(item) for item in value]
-    return value
 
 
 class ObjectValidator(Protocol):
@@ -140,15 +141,6 @@ class _Table:
         return sum(len(bucket) for bucket in self.objects.values())
 
 
-def _meta(obj: dict[str, Any]) -> dict[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, dict) else {}
-
-
-def _body_without(obj: dict[str, Any], *keys: str) -> dict[str, Any]:
-    return {key: value for key, value in obj.items() if key not in keys}
-
-
 class Store:
     """In-memory Kubernetes object store with watch history (see the module docstring).
 
@@ -174,8 +166,7 @@ class Store:
         self._listeners: builtins.list[Listener] = []
         self._admission: dict[StorageKey, builtins.list[AdmissionFn]] = {}
         self._validators: dict[StorageKey, ObjectValidator] = {}
-        self._dependents: dict[str, set[tuple[StorageKey, str, str]]] = {}
-        self._by_uid: dict[str, tuple[StorageKey, str, str]] = {}
+        self._owners = OwnerIndex()
         self._notifications: deque[tuple[str, ResourceType, dict[str, Any], dict[str, Any] | None]] = deque()
         self._notifying = False
         self._allocate_cluster_ip = builtin_types.ClusterIPAllocator()
@@ -257,13 +248,12 @@ class Store:
         table = self._table(rt)
         meta = new["metadata"]
         namespace, name = meta.get("namespace", ""), meta["name"]
-        if event_type == "DELETED":
+        removed = event_type == "DELETED"
+        if removed:
             table.remove(namespace, name)
-            self._by_uid.pop(meta.get("uid", ""), None)
         else:
             table.put(namespace, name, new)
-            self._by_uid[meta["uid"]] = (storage_key(rt), namespace, name)
-        self._index_owners(storage_key(rt), namespace, name, new if event_type != "DELETED" else None, old)
+        self._owners.update((storage_key(rt), namespace, name), new=None if removed else new, old=old)
         change = Change(int(meta["resourceVersion"]), event_type, new, old)
         table.history.append(change)
         for watcher in list(table.watchers):
@@ -290,27 +280,6 @@ class Store:
         finally:
             self._notifying = False
 
-    def _index_owners(
-        self,
-        key: StorageKey,
-        namespace: str,
-        name: str,
-        new: dict[str, Any] | None,
-        old: dict[str, Any] | None,
-    ) -> None:
-        before = {ref.get("uid") for ref in _meta(old).get("ownerReferences") or []} if old else set()
-        after = {ref.get("uid") for ref in _meta(new).get("ownerReferences") or []} if new else set()
-        entry = (key, namespace, name)
-        for uid in before - after:
-            dependents = self._dependents.get(uid)
-            if dependents is not None:
-                dependents.discard(entry)
-                if not dependents:
-                    del self._dependents[uid]
-        for uid in after - before:
-            if uid:
-                self._dependents.setdefault(uid, set()).add(entry)
-
     # --- create ---------------------------------------------------------------------------------
 
     def create(
@@ -328,11 +297,11 @@ class Store:
             raise ApiError(
                 400, "BadRequest", f"the object provided is unrecognized (must be of type {rt.kind})"
             )
-        _check_field_validation(field_validation)
+        check_field_validation(field_validation)
         if rt == EVENTS_V1:
             obj = events_v1_to_core(obj)
             rt = storage_type(rt)
-        _check_type_meta(rt, obj)
+        check_type_meta(rt, obj)
         new = {"apiVersion": rt.api_version, "kind": rt.kind, **clone(obj)}
         new["apiVersion"], new["kind"] = rt.api_version, rt.kind
         meta = new.get("metadata")
@@ -350,7 +319,7 @@ class Store:
                 409,
                 "AlreadyExists",
                 f'{rt.qualified_plural} "{name}" already exists',
-                details=_details(rt, name),
+                details=status_details(rt, name),
             )
         if rt.has_status_subresource and rt not in (NAMESPACES,) and rt != PODS:
             new.pop("status", None)
@@ -394,7 +363,7 @@ class Store:
         namespace_obj = self._table(NAMESPACES).get("", ns)
         if namespace_obj is None:
             raise not_found("namespaces", ns, group="", kind="namespaces")
-        if _meta(namespace_obj).get("deletionTimestamp"):
+        if meta_of(namespace_obj).get("deletionTimestamp"):
             raise ApiError(
                 403,
                 "Forbidden",
@@ -507,7 +476,7 @@ class Store:
         table = self._table(rt)
         list_rv, after = self._rv, None
         if continue_token:
-            list_rv, after = _decode_continue(continue_token)
+            list_rv, after = decode_continue(continue_token)
             if list_rv < table.history.floor:
                 raise ApiError(
                     410,
@@ -525,14 +494,14 @@ class Store:
         else:
             candidates = list(table.iter(namespace if namespace is not None else pinned_ns))
         items = [obj for obj in candidates if selection.empty or selection.matches(obj)]
-        items.sort(key=_sort_key)
+        items.sort(key=sort_key)
         if after is not None:
-            items = [obj for obj in items if _sort_key(obj) > after]
+            items = [obj for obj in items if sort_key(obj) > after]
         metadata: dict[str, Any] = {"resourceVersion": str(list_rv)}
         if limit is not None and limit > 0 and len(items) > limit:
             remaining = len(items) - limit
             items = items[:limit]
-            metadata["continue"] = _encode_continue(list_rv, _sort_key(items[-1]))
+            metadata["continue"] = encode_continue(list_rv, sort_key(items[-1]))
             metadata["remainingItemCount"] = remaining
         view = self._view(rt)
         return {
@@ -563,7 +532,7 @@ class Store:
             raise ApiError(
                 400, "BadRequest", f"the object provided is unrecognized (must be of type {rt.kind})"
             )
-        _check_field_validation(field_validation)
+        check_field_validation(field_validation)
         if rt == EVENTS_V1:
             obj = events_v1_to_core(obj)
             rt = storage_type(rt)
@@ -572,7 +541,7 @@ class Store:
             raise ApiError(400, "BadRequest", "name is required for an update")
         old = self._existing(rt, str(name), namespace if rt.namespaced else None)
         body = clone(obj)
-        _check_type_meta(rt, body)
+        check_type_meta(rt, body)
         wanted_rv = body["metadata"].get("resourceVersion")
         if not wanted_rv and rt.group and subresource is None:
             raise invalid(
@@ -585,9 +554,9 @@ class Store:
                     )
                 ],
             )
-        if wanted_rv and wanted_rv != _meta(old)["resourceVersion"]:
-            raise _conflict(rt, str(name))
-        _check_uid(body, old)
+        if wanted_rv and wanted_rv != meta_of(old)["resourceVersion"]:
+            raise conflict(rt, str(name))
+        check_uid(body, old)
         return self._update(
             rt,
             old,
@@ -613,7 +582,7 @@ class Store:
         warnings: Warnings | None = None,
     ) -> dict[str, Any]:
         """PATCH semantics: merge/JSON/strategic-merge (as merge); stale RV inside the patch → 409."""
-        _check_field_validation(field_validation)
+        check_field_validation(field_validation)
         view_rt = rt
         rt = storage_type(rt)
         old = self._existing(rt, name, namespace if rt.namespaced else None)
@@ -624,8 +593,8 @@ class Store:
         if not isinstance(patched.get("metadata"), dict):
             raise ApiError(422, "Invalid", "metadata must be an object")
         wanted_rv = patched["metadata"].get("resourceVersion")
-        if wanted_rv and wanted_rv != _meta(old)["resourceVersion"]:
-            raise _conflict(rt, name)
+        if wanted_rv and wanted_rv != meta_of(old)["resourceVersion"]:
+            raise conflict(rt, name)
         if patched["metadata"].get("name", name) != name:
             raise ApiError(
                 400,
@@ -633,7 +602,7 @@ class Store:
                 f"the name of the object ({patched['metadata'].get('name')}) "
                 f"does not match the name on the URL ({name})",
             )
-        _check_uid(patched, old)
+        check_uid(patched, old)
         return self._update(
             rt,
             old,
@@ -694,11 +663,11 @@ class Store:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         if subresource == "status" and not rt.has_status_subresource:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
-        old_meta = _meta(old)
+        old_meta = meta_of(old)
         name = old_meta["name"]
         body["apiVersion"], body["kind"] = rt.api_version, rt.kind
         if subresource == "status":
-            new = clone(_body_without(old, "status"))
+            new = clone(without_keys(old, "status"))
             if "status" in body:
                 new["status"] = body["status"]
             new = self._validate_schema(
@@ -748,7 +717,7 @@ class Store:
             meta.pop("finalizers", None)
         if new == old:
             return clone(self._view(rt)(old))
-        if _body_without(new, "metadata", "status") != _body_without(old, "metadata", "status"):
+        if without_keys(new, "metadata", "status") != without_keys(old, "metadata", "status"):
             meta["generation"] = int(old_meta.get("generation", 1)) + 1
         if admission and subresource is None:
             causes = builtin_types.validate_builtin(rt, new) + self._run_admission(rt, "UPDATE", new, old)
@@ -767,7 +736,7 @@ class Store:
 
     def _awaits_kubelet(self, rt: ResourceType, obj: dict[str, Any]) -> bool:
         """A gracefully deleted pod stays until the kubelet confirms with a zero-grace delete."""
-        return rt == PODS and bool(_meta(obj).get("deletionGracePeriodSeconds")) and _pod_is_running(obj)
+        return rt == PODS and bool(meta_of(obj).get("deletionGracePeriodSeconds")) and pod_is_running(obj)
 
     # --- delete ---------------------------------------------------------------------------------
 
@@ -826,10 +795,10 @@ class Store:
             )
         if grace_period_seconds is not None and grace_period_seconds < 0:
             grace_period_seconds = 0
-        _check_preconditions(preconditions, old)
+        check_preconditions(preconditions, old)
         if dry_run:
             return DeleteOutcome(view(old), False)
-        meta = _meta(old)
+        meta = meta_of(old)
         if rt == NAMESPACES:
             return self._delete_namespace(old)
         if rt == PODS:
@@ -855,10 +824,10 @@ class Store:
         return DeleteOutcome(view(self._remove(rt, old)), True)
 
     def _delete_pod_gracefully(self, pod: dict[str, Any], grace: int | None) -> DeleteOutcome | None:
-        meta = _meta(pod)
+        meta = meta_of(pod)
         if grace is None:
             grace = int((pod.get("spec") or {}).get("terminationGracePeriodSeconds", 30) or 0)
-        if grace <= 0 or not _pod_is_running(pod):
+        if grace <= 0 or not pod_is_running(pod):
             if meta.get("finalizers"):
                 if meta.get("deletionTimestamp") and meta.get("deletionGracePeriodSeconds") == 0:
                     return DeleteOutcome(pod, False)
@@ -912,7 +881,7 @@ class Store:
         return final
 
     def _after_removal(self, rt: ResourceType, obj: dict[str, Any]) -> None:
-        meta = _meta(obj)
+        meta = meta_of(obj)
         uid = meta.get("uid", "")
         for entry in self._dependent_entries(uid):
             self._collect_dependent(entry, uid)
@@ -925,22 +894,22 @@ class Store:
     # --- garbage collection -----------------------------------------------------------------------
 
     def _dependent_entries(self, uid: str) -> Entries:
-        return sorted(self._dependents.get(uid, ()))
+        return self._owners.dependents_of(uid)
 
-    def _lookup_entry(self, entry: tuple[StorageKey, str, str]) -> tuple[ResourceType, dict[str, Any]] | None:
+    def _lookup_entry(self, entry: Location) -> tuple[ResourceType, dict[str, Any]] | None:
         key, namespace, name = entry
         table = self._tables.get(key)
         obj = table.get(namespace, name) if table else None
         return (table.rt, obj) if table is not None and obj is not None else None
 
-    def _collect_dependent(self, entry: tuple[StorageKey, str, str], owner_uid: str) -> None:
+    def _collect_dependent(self, entry: Location, owner_uid: str) -> None:
         """The owner ``owner_uid`` is gone: delete the dependent unless another owner still exists."""
         found = self._lookup_entry(entry)
         if found is None:
             return
         rt, obj = found
-        refs = _meta(obj).get("ownerReferences") or []
-        if any(ref.get("uid") != owner_uid and ref.get("uid") in self._by_uid for ref in refs):
+        refs = meta_of(obj).get("ownerReferences") or []
+        if any(ref.get("uid") != owner_uid and self._owners.exists(ref.get("uid", "")) for ref in refs):
 
             def strip(target: dict[str, Any]) -> None:
                 target["metadata"]["ownerReferences"] = [r for r in refs if r.get("uid") != owner_uid]
@@ -949,12 +918,12 @@ class Store:
             return
         self._delete_dependent(entry)
 
-    def _delete_dependent(self, entry: tuple[StorageKey, str, str]) -> None:
+    def _delete_dependent(self, entry: Location) -> None:
         found = self._lookup_entry(entry)
         if found is None:
             return
         rt, obj = found
-        meta = _meta(obj)
+        meta = meta_of(obj)
         try:
             self.delete_outcome(rt, meta["name"], namespace=meta.get("namespace") or None)
         except ApiError as error:  # pragma: no cover - defensive: GC must never break the owner's delete
@@ -978,15 +947,15 @@ class Store:
 
     def _finish_foreground(self, owner_uid: str) -> None:
         """Drop ``foregroundDeletion`` from an owner whose dependents are all gone (and remove it)."""
-        location = self._by_uid.get(owner_uid)
-        if location is None or self._dependents.get(owner_uid):
+        location = self._owners.locate(owner_uid)
+        if location is None or self._owners.has_dependents(owner_uid):
             return
         found = self._lookup_entry(location)
         if found is None:
             return
         rt, owner = found
-        finalizers = _meta(owner).get("finalizers") or []
-        if FOREGROUND_FINALIZER not in finalizers or not _meta(owner).get("deletionTimestamp"):
+        finalizers = meta_of(owner).get("finalizers") or []
+        if FOREGROUND_FINALIZER not in finalizers or not meta_of(owner).get("deletionTimestamp"):
             return
         remaining = [f for f in finalizers if f != FOREGROUND_FINALIZER]
 
@@ -1008,8 +977,8 @@ class Store:
     # --- namespaces -----------------------------------------------------------------------------
 
     def _delete_namespace(self, namespace_obj: dict[str, Any]) -> DeleteOutcome:
-        name = _meta(namespace_obj)["name"]
-        if not _meta(namespace_obj).get("deletionTimestamp"):
+        name = meta_of(namespace_obj)["name"]
+        if not meta_of(namespace_obj).get("deletionTimestamp"):
 
             def terminate(obj: dict[str, Any]) -> None:
                 obj["metadata"]["deletionTimestamp"] = self._now()
@@ -1021,14 +990,14 @@ class Store:
                 if not table.rt.namespaced:
                     continue
                 for obj in list(table.iter(name)):
-                    if not _meta(obj).get("deletionTimestamp") or table.rt == PODS:
-                        self._delete_dependent((storage_key(table.rt), name, _meta(obj)["name"]))
+                    if not meta_of(obj).get("deletionTimestamp") or table.rt == PODS:
+                        self._delete_dependent((storage_key(table.rt), name, meta_of(obj)["name"]))
         removed = self._finish_namespace(name)
         return DeleteOutcome(removed or namespace_obj, bool(removed))
 
     def _finish_namespace(self, name: str) -> dict[str, Any] | None:
         namespace_obj = self._table(NAMESPACES).get("", name)
-        if namespace_obj is None or not _meta(namespace_obj).get("deletionTimestamp"):
+        if namespace_obj is None or not meta_of(namespace_obj).get("deletionTimestamp"):
             return None
         if any(table.rt.namespaced and table.objects.get(name) for table in self._tables.values()):
             return None
@@ -1069,7 +1038,7 @@ class Store:
             allow_bookmarks=allow_bookmarks,
         )
         if resource_version in (None, "", "0"):
-            for obj in sorted(table.iter(namespace), key=_sort_key):
+            for obj in sorted(table.iter(namespace), key=sort_key):
                 if selection.empty or selection.matches(obj):
                     subscription.push_initial(obj)
         else:
@@ -1130,8 +1099,7 @@ class Store:
         once their CRD has been restored, so CRDs are loaded first).
         """
         self._tables.clear()
-        self._by_uid.clear()
-        self._dependents.clear()
+        self._owners.clear()
         self._rv = int(state.get("resourceVersion", 0))
         self._forgotten_up_to = self._rv
         tables: dict[str, Objects] = state.get("tables", {})
@@ -1145,8 +1113,9 @@ class Store:
             for obj in objects:
                 meta = obj["metadata"]
                 table.put(meta.get("namespace", ""), meta["name"], obj)
-                self._by_uid[meta["uid"]] = (storage_key(rt), meta.get("namespace", ""), meta["name"])
-                self._index_owners(storage_key(rt), meta.get("namespace", ""), meta["name"], obj, None)
+                self._owners.update(
+                    (storage_key(rt), meta.get("namespace", ""), meta["name"]), new=obj, old=None
+                )
                 self._notifications.append(("ADDED", table.rt, obj, None))
             table.history.expire(up_to=self._rv)
             # Listeners learn restored objects like an informer's initial list; restored CRDs
@@ -1159,126 +1128,3 @@ class Store:
 
 def _identity(obj: dict[str, Any]) -> dict[str, Any]:
     return obj
-
-
-def _sort_key(obj: dict[str, Any]) -> tuple[str, str]:
-    meta = obj["metadata"]
-    return (meta.get("namespace", ""), meta["name"])
-
-
-def _encode_continue(rv: int, after: tuple[str, str]) -> str:
-    raw = json.dumps({"v": "sandbox.1", "rv": rv, "start": list(after)}).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def _decode_continue(token: str) -> tuple[int, tuple[str, str]]:
-    try:
-        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        data = json.loads(raw)
-        namespace, name = data["start"]
-        return int(data["rv"]), (str(namespace), str(name))
-    except (ValueError, KeyError, TypeError):
-        raise ApiError(
-            400, "BadRequest", "continue key is not valid: illegal base64 data or format"
-        ) from None
-
-
-def _details(rt: ResourceType, name: str) -> dict[str, Any]:
-    details: dict[str, Any] = {"name": name, "kind": rt.plural}
-    if rt.group:
-        details["group"] = rt.group
-    return details
-
-
-def _conflict(rt: ResourceType, name: str) -> ApiError:
-    return ApiError(
-        409,
-        "Conflict",
-        f'Operation cannot be fulfilled on {rt.qualified_plural} "{name}": the object has been modified; '
-        "please apply your changes to the latest version and try again",
-        details=_details(rt, name),
-    )
-
-
-def _check_uid(body: dict[str, Any], old: dict[str, Any]) -> None:
-    wanted = _meta(body).get("uid")
-    actual = _meta(old).get("uid")
-    if wanted and wanted != actual:
-        raise ApiError(
-            409,
-            "Conflict",
-            f"Precondition failed: UID in precondition: {wanted}, UID in object meta: {actual}",
-        )
-
-
-def _check_preconditions(preconditions: dict[str, Any] | None, old: dict[str, Any]) -> None:
-    if not preconditions:
-        return
-    meta = _meta(old)
-    uid = preconditions.get("uid")
-    if uid and uid != meta.get("uid"):
-        raise ApiError(
-            409,
-            "Conflict",
-            f"Precondition failed: UID in precondition: {uid}, UID in object meta: {meta.get('uid')}",
-        )
-    rv = preconditions.get("resourceVersion")
-    if rv and rv != meta.get("resourceVersion"):
-        raise ApiError(
-            409,
-            "Conflict",
-            f"Precondition failed: ResourceVersion in precondition: {rv}, "
-            f"ResourceVersion in object meta: {meta.get('resourceVersion')}",
-        )
-
-
-def _check_type_meta(rt: ResourceType, obj: dict[str, Any]) -> None:
-    api_version, kind = obj.get("apiVersion"), obj.get("kind")
-    if api_version and api_version != rt.api_version:
-        raise ApiError(
-            400,
-            "BadRequest",
-            f"the API version in the data ({api_version}) does not match the expected API version "
-            f"({rt.api_version})",
-        )
-    if kind and kind != rt.kind:
-        raise ApiError(
-            400, "BadRequest", f"the kind in the data ({kind}) does not match the expected kind ({rt.kind})"
-        )
-
-
-def _check_field_validation(value: str) -> None:
-    if value not in _VALID_FIELD_VALIDATION:
-        raise ApiError(
-            400,
-            "BadRequest",
-            f'fieldValidation parameter unsupported: "{value}", must be one of: Ignore, Warn, Strict',
-        )
-
-
-def _pod_is_running(pod: dict[str, Any]) -> bool:
-    """Bound to a node and not finished: the kubelet must stop it before it can go."""
-    node = (pod.get("spec") or {}).get("nodeName")
-    phase = (pod.get("status") or {}).get("phase")
-    return bool(node) and phase not in ("Succeeded", "Failed")
-
-
-def delete_response(rt: ResourceType, outcome: DeleteOutcome) -> tuple[int, dict[str, Any]]:
-    """HTTP code and body kube-apiserver returns for a delete of ``rt`` with ``outcome``.
-
-    Pending (graceful or finalizers) → 202 with the object.  Removed → 200 with the object for
-    built-in types, a ``Status`` of success for custom resources (as upstream).
-    """
-    if not outcome.removed:
-        return 202, outcome.obj
-    if rt.group and rt.group not in ("apiextensions.k8s.io", "events.k8s.io"):
-        meta = _meta(outcome.obj)
-        return 200, status_success(
-            details={
-                "name": meta.get("name", ""),
-                "group": rt.group,
-                "kind": rt.plural,
-                "uid": meta.get("uid", ""),
-            }
-        )
-    return 200, outcome.obj
