@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Final
 
 from tfjob_provider._readers import as_count, as_int, as_list, as_mapping, as_str, is_true, parse_time
@@ -351,6 +351,16 @@ def restart_causes(
                 )
             )
     return causes
+
+
+def deletion_requested_at(pod: Mapping[str, Any]) -> datetime | None:
+    """When a pod's deletion was asked for: its deletionTimestamp minus the grace period."""
+    metadata = as_mapping(pod.get("metadata"))
+    deadline = parse_time(metadata.get("deletionTimestamp"))
+    if deadline is None:
+        return None
+    grace = as_int(metadata.get("deletionGracePeriodSeconds"))
+    return deadline - timedelta(seconds=grace) if grace is not None and 0 < grace < 10**9 else deadline
 
 
 def last_exit_code(status: Mapping[str, Any]) -> int | None:

@@ -27,7 +27,14 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Final
 
 from tfjob_provider._observation import Observation, PodEntry, observe
-from tfjob_provider._pods import Cause, pending_detail, replica_label, restart_causes, startup_blocker
+from tfjob_provider._pods import (
+    Cause,
+    deletion_requested_at,
+    pending_detail,
+    replica_label,
+    restart_causes,
+    startup_blocker,
+)
 from tfjob_provider._readers import as_mapping, as_str, parse_time
 from tfjob_provider._reconcile import (
     PassOutcome,
@@ -339,12 +346,22 @@ class _Judgement:
         )
 
     # -- step 2 ---------------------------------------------------------------------------
-    def _failed_causes(self, *, include_deleting: bool = True) -> list[Cause]:
+    def _failed_causes(
+        self, *, include_deleting: bool = True, deleted_before: datetime | None = None
+    ) -> list[Cause]:
+        """Causes of the pods counted failed; a Running pod being deleted only if it is wanted and,
+        with ``deleted_before``, only if its deletion was requested before that moment."""
         causes: list[Cause] = []
         for observed in self.seen.types.values():
             for entry in observed.failed_pods:
-                if include_deleting or entry.phase == "Failed":
-                    causes.append(classify(entry, self.rules))
+                if entry.phase != "Failed" and entry.deleting:
+                    if not include_deleting:
+                        continue
+                    if deleted_before is not None:
+                        requested = deletion_requested_at(entry.pod)
+                        if requested is None or requested >= deleted_before:
+                            continue
+                causes.append(classify(entry, self.rules))
         return causes
 
     def _restart_evidence(self) -> list[Cause]:
@@ -387,10 +404,14 @@ class _Judgement:
             return self._backoff_verdict(limit_text=limit, operator_finished=True)
         if job.deadline_failure:
             return self._deadline_verdict(operator_finished=True)
-        causes = self._failed_causes()
+        condition = job.failed_condition or {}
+        # Running pods deleted after the job failed are cleanPodPolicy at work, not the cause.
+        failed_at = parse_time(condition.get("lastTransitionTime")) or parse_time(
+            condition.get("lastUpdateTime")
+        )
+        causes = self._failed_causes(deleted_before=failed_at)
         if causes:
             return self._failed(causes, operator_finished=True)
-        condition = job.failed_condition or {}
         message = as_str(condition.get("message")) or "the training operator marked it Failed"
         return self._verdict(
             VerdictState.FAILED,

@@ -292,3 +292,23 @@ def test_failed_condition_freezes_everything() -> None:
     """R8: nothing changes a job once Failed=True, not even a chief that succeeds later."""
     job = failed_job("TFJob ml/mnist has failed because 1 PS replica(s) failed.")
     assert decide(job, [make_pod("Chief", phase="Succeeded")], now=NOW).state is FAILED
+
+
+def test_pods_deleted_by_cleanup_after_the_failure_are_not_its_cause() -> None:
+    """cleanPodPolicy deletes the running pods once the job failed; the failed pod may be gone first."""
+    job = failed_job("TFJob ml/mnist has failed because 1 Worker replica(s) failed.")  # failed 5 minutes ago
+    verdict = decide(job, [make_pod("Chief", deleting=True), make_pod("Worker", 0, deleting=True)], now=NOW)
+    assert (verdict.reason, verdict.culprits) == (REASON_FAILED, ())
+
+
+def test_a_deletion_requested_before_the_failure_is_its_cause() -> None:
+    """kubeflow/trainer#2124 seen after the fact: the pod deleted under the job is why it failed."""
+    job = failed_job("TFJob ml/mnist has failed because 1 Worker replica(s) failed.")
+    pod = make_pod("Worker", 1, deleting=True)
+    pod["metadata"]["deletionTimestamp"] = "2025-03-01T11:55:20Z"  # grace 30 s: requested 11:54:50
+    verdict = decide(job, [make_pod("Chief"), pod], now=NOW)
+    assert (verdict.reason, verdict.culprits, verdict.retryable) == (
+        REASON_POD_DELETED,
+        ("mnist-worker-1",),
+        True,
+    )

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.unit.factories import JOB_UID, NOW, condition, make_pod, make_tfjob, pods_for
+from tfjob_provider._readers import as_int, parse_time
 from tfjob_provider.constants import (
     LABEL_JOB_NAME,
     LABEL_OPERATOR_NAME,
@@ -450,8 +451,9 @@ def test_case_variants_of_replica_keys_are_normalised() -> None:
     assert set(verdict.replicas) == {"Chief", "Worker", "PS"}
 
 
-def test_the_exactly_spelled_key_wins_over_a_case_variant() -> None:
-    job = make_tfjob({"worker": 5, "Worker": 1})
+@pytest.mark.parametrize("keys", [("worker", "Worker"), ("Worker", "worker")])
+def test_the_exactly_spelled_key_wins_over_a_case_variant(keys: tuple[str, str]) -> None:
+    job = make_tfjob({keys[0]: 5 if keys[0] == "worker" else 1, keys[1]: 5 if keys[1] == "worker" else 1})
     verdict = decide(job, [make_pod("Worker", 0, phase="Succeeded", exit_code=None)], now=NOW)
     assert verdict.reason == "AllWorkersSucceeded"  # replicas 1, not 5
 
@@ -466,3 +468,42 @@ def test_unknown_replica_types_are_ignored_by_success_and_failure() -> None:
     job = make_tfjob({"Chief": 1, "Launcher": 1})
     pods = [make_pod("Chief"), make_pod("Launcher", phase="Failed")]
     assert decide(job, pods, now=NOW).state is VerdictState.RUNNING
+
+
+# --- the readers themselves ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2025-03-01T12:00:00Z", NOW),
+        ("2025-03-01T12:00:00z", NOW),
+        ("2025-03-01T13:00:00+01:00", NOW),
+        ("2025-03-01T12:00:00", NOW),  # naive: UTC
+        (NOW, NOW),
+        ("yesterday", None),
+        ("", None),
+        (1740830400, None),
+    ],
+)
+def test_parse_time(text: object, expected: datetime | None) -> None:
+    assert parse_time(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (3, 3),
+        ("3", 3),
+        ("+3", 3),
+        ("-2", -2),
+        ("007", 7),
+        (3.0, 3),
+        (3.5, None),
+        (True, None),
+        ("3x", None),
+        ([3], None),
+    ],
+)
+def test_as_int(value: object, expected: int | None) -> None:
+    assert as_int(value) == expected

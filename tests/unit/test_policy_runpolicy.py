@@ -133,6 +133,14 @@ def test_backoff_limit_zero_ignores_failures_already_recorded_in_status() -> Non
     assert decide(job, pods, now=NOW).state is VerdictState.RESTARTING
 
 
+def test_backoff_limit_zero_ignores_a_failed_pod_while_every_replica_is_active() -> None:
+    """R9 (b) also needs the active pods (Pending included) to differ from the total replicas."""
+    pods = [make_pod("Chief"), make_pod("Worker", 0), make_pod("Worker", 1, phase="Pending")]
+    pods.append(make_pod("Worker", 5, phase="Failed", exit_code=137))  # left over from a scale-down
+    verdict = decide(backoff_job(0), pods, now=NOW)
+    assert (verdict.state, verdict.reason) == (VerdictState.RESTARTING, REASON_RESTARTING)
+
+
 def test_backoff_limit_one_does_not_count_failed_pods() -> None:
     pods = [make_pod("Chief"), make_pod("Worker", 0), make_pod("Worker", 1, phase="Failed", exit_code=137)]
     assert decide(backoff_job(1), pods, now=NOW).state is VerdictState.RESTARTING
