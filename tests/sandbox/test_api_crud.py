@@ -261,3 +261,28 @@ def test_unserved_resources_are_404(module_api_client: Any) -> None:
         client.CoreV1Api(module_api_client).list_namespaced_config_map("default")
     assert error.value.status == 404
     assert _status(error.value)["message"] == "the server could not find the requested resource"
+
+
+def test_delete_collection_by_label(core_v1: client.CoreV1Api, namespace: str) -> None:
+    for name, team in (("c-1", "a"), ("c-2", "a"), ("c-3", "b")):
+        core_v1.create_namespaced_service(
+            namespace,
+            {"metadata": {"name": name, "labels": {"team": team}}, "spec": {"ports": [{"port": 1}]}},
+        )
+    core_v1.delete_collection_namespaced_service(namespace, label_selector="team=a")
+    assert [s.metadata.name for s in core_v1.list_namespaced_service(namespace).items] == ["c-3"]
+
+
+def test_dry_run_delete_and_patch_change_nothing(core_v1: client.CoreV1Api, namespace: str) -> None:
+    core_v1.create_namespaced_service(
+        namespace, {"metadata": {"name": "keep"}, "spec": {"ports": [{"port": 1}]}}
+    )
+    before = core_v1.read_namespaced_service("keep", namespace)
+    patched = core_v1.patch_namespaced_service(
+        "keep", namespace, {"metadata": {"labels": {"x": "y"}}}, dry_run="All"
+    )
+    assert patched.metadata.labels == {"x": "y"}
+    core_v1.delete_namespaced_service("keep", namespace, dry_run="All")
+    after = core_v1.read_namespaced_service("keep", namespace)
+    assert after.metadata.resource_version == before.metadata.resource_version
+    assert after.metadata.labels is None

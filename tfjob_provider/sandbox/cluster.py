@@ -86,8 +86,7 @@ class Sandbox:
             thread.join(STOP_TIMEOUT)
             loop.close()
             self._loop = self._thread = None
-            if self.options.state_dir is None and self.options.kubeconfig_path is None:
-                self.runtime.cleanup()
+            self.runtime.cleanup()
 
     def __enter__(self) -> Sandbox:
         return self.start()

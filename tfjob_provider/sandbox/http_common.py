@@ -128,11 +128,12 @@ def query_int(query: Mapping[str, str], name: str, *, minimum: int | None = None
 
 def dry_run(query: Mapping[str, str], body_options: Mapping[str, Any] | None = None) -> bool:
     """``dryRun=All`` from the query (or a DeleteOptions body); any other value is a 400 like upstream."""
-    values = list(getattr(query, "getall", lambda _k, _d: [])("dryRun", [])) or (
-        [query["dryRun"]] if "dryRun" in query else []
-    )
+    getall = getattr(query, "getall", None)
+    values: list[str] = list(getall("dryRun", [])) if getall is not None else []
+    if not values and "dryRun" in query:
+        values = [query["dryRun"]]
     if body_options and body_options.get("dryRun"):
-        values.extend(body_options["dryRun"])
+        values.extend(str(value) for value in body_options["dryRun"])
     for value in values:
         if value != "All":
             raise ApiError(400, "BadRequest", f'Invalid value: "{value}": valid values are: All (dryRun)')

@@ -165,11 +165,10 @@ class SandboxRuntime:
                 await self.persister.stop()
         finally:
             self._started = False
-            if self.options.kubeconfig_path is None or self.options.state_dir is None:
-                shutil.rmtree(self._private_dir / "pki", ignore_errors=True)
+            shutil.rmtree(self._private_dir / "pki", ignore_errors=True)
 
     def cleanup(self) -> None:
-        """Remove the private directory (temp workdir, kubeconfig) unless the user chose those paths."""
+        """Remove the private directory (CA files, and the kubeconfig and workdir unless placed elsewhere)."""
         shutil.rmtree(self._private_dir, ignore_errors=True)
 
     def status(self) -> dict[str, Any]:
