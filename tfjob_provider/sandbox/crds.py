@@ -60,7 +60,7 @@ class CrdController:
 
     def install(self) -> None:
         self.store.add_admission(CRDS, self._admit)
-        self.store.add_listener(self._on_change)
+        self.store.add_listener(self._on_change, copies=False)
         for crd in self.store.list_view(CRDS)["items"]:
             self._sync(crd)
 

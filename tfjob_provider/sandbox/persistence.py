@@ -57,7 +57,7 @@ class StatePersister:
 
     def start(self) -> None:
         """On the loop: track changes and snapshot them periodically."""
-        self.store.add_listener(self._mark_dirty)
+        self.store.add_listener(self._mark_dirty, copies=False)
         self._task = asyncio.get_running_loop().create_task(self._flush_periodically())
 
     def _mark_dirty(self, *_: Any) -> None:

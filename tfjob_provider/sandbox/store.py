@@ -163,7 +163,7 @@ class Store:
         self._rv = 0
         self._forgotten_up_to = 0
         self._tables: dict[StorageKey, _Table] = {}
-        self._listeners: builtins.list[Listener] = []
+        self._listeners: builtins.list[tuple[Listener, bool]] = []
         self._admission: dict[StorageKey, builtins.list[AdmissionFn]] = {}
         self._validators: dict[StorageKey, ObjectValidator] = {}
         self._owners = OwnerIndex()
@@ -217,13 +217,15 @@ class Store:
 
     # --- registration hooks -------------------------------------------------------------------
 
-    def add_listener(self, callback: Listener) -> None:
+    def add_listener(self, callback: Listener, *, copies: bool = True) -> None:
         """``callback(event_type, rt, new_obj, old_obj)`` after every committed write (on the loop thread).
 
         ``new_obj`` is the object after the write (for DELETED: its final state); ``old_obj`` the
-        object before it (``None`` for ADDED).  Both are private copies for the callback.
+        object before it (``None`` for ADDED).  Both are private copies for the callback, unless
+        ``copies=False``: then they are the stored objects themselves, which the callback must
+        not modify (for listeners that only look, to save two deep copies per write).
         """
-        self._listeners.append(callback)
+        self._listeners.append((callback, copies))
 
     def add_admission(self, rt: ResourceType, fn: AdmissionFn) -> None:
         """Validating admission for ``rt``: ``fn(operation, obj, old)`` returns Status causes (422 if any)."""
@@ -270,9 +272,12 @@ class Store:
         try:
             while self._notifications:
                 event_type, rt, new, old = self._notifications.popleft()
-                for listener in list(self._listeners):
+                for listener, copies in list(self._listeners):
                     try:
-                        listener(event_type, rt, clone(new), clone(old) if old is not None else None)
+                        if copies:
+                            listener(event_type, rt, clone(new), clone(old) if old is not None else None)
+                        else:
+                            listener(event_type, rt, new, old)
                     except Exception:
                         log.exception(
                             "sandbox store listener %r failed on %s %s", listener, event_type, rt.plural
