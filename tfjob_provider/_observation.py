@@ -106,9 +106,12 @@ def observe(job: JobView, pods: object, *, keep_restarted: bool) -> Observation:
     common well-formed shapes are read inline and only unusual ones go through the generic
     readers of :mod:`tfjob_provider._readers`.
     """
-    by_label: dict[str, ReplicaSpec] = {name.lower(): spec for name, spec in job.specs.items()}
-    by_label.update(job.other_specs)
     types = {name: TypeObservation(spec) for name, spec in job.specs.items()}
+    # Pod label value -> (spec, its tally); replica types outside the five have no tally.
+    by_label: dict[str, tuple[ReplicaSpec, TypeObservation | None]] = {
+        label: (spec, None) for label, spec in job.other_specs.items()
+    }
+    by_label.update((name.lower(), (spec, types[name])) for name, spec in job.specs.items())
     observation = Observation(types)
     job_name = job.name
     uid = job.uid
@@ -152,9 +155,10 @@ def observe(job: JobView, pods: object, *, keep_restarted: bool) -> Observation:
             job_active += 1
 
         type_label = labels.get(LABEL_REPLICA_TYPE)
-        spec = by_label.get(type_label) if type(type_label) is str else None
-        if spec is None:
+        known = by_label.get(type_label) if type(type_label) is str else None
+        if known is None:
             continue
+        spec, seen = known
         restarts = 0
         containers = status.get("containerStatuses")
         if type(containers) is list:
@@ -170,7 +174,6 @@ def observe(job: JobView, pods: object, *, keep_restarted: bool) -> Observation:
         init_containers = status.get("initContainerStatuses")
         if init_containers is not None:
             restarts += restarts_of(init_containers)
-        seen = types.get(spec.type)
         if restarts:
             if phase == PHASE_RUNNING and spec.restart_policy in RESTARTING_POLICIES:
                 backoff_restarts += restarts
@@ -191,7 +194,7 @@ def observe(job: JobView, pods: object, *, keep_restarted: bool) -> Observation:
             if parsed is None or parsed < 0:
                 continue
             index_label = str(parsed)
-        key = (spec.type, index_label)
+        key = (type_label, index_label)
         if key in slots:
             # Two pods in one slot: the operator skips the slot (R2), so undo the first count.
             previous = slots[key]
