@@ -28,6 +28,7 @@ from tfjob_provider._readers import as_mapping, parse_time
 from tfjob_provider._rules import Rules
 from tfjob_provider._tfjob import RESTART_ALWAYS, RESTART_EXIT_CODE, RESTART_ON_FAILURE, JobView
 from tfjob_provider._verdicts import (
+    MAX_CULPRITS,
     REASON_ALL_WORKERS_SUCCEEDED,
     REASON_CHIEF_SUCCEEDED,
     REASON_WORKER0_SUCCEEDED,
@@ -52,8 +53,11 @@ class PassOutcome:
 
     failures: list[Cause] = field(default_factory=list)
     success: Success | None = None
-    #: Pods the operator deletes and recreates in this pass (R4), with why they failed.
+    #: Pods the operator deletes and recreates in this pass (R4), with why they failed (at most
+    #: MAX_CULPRITS of them for OnFailure/Always, which restart whatever the cause) ...
     restarts: list[Cause] = field(default_factory=list)
+    #: ... and how many more were restarted without being classified.
+    restarts_not_shown: int = 0
     #: Failures hidden by a Restarting condition (R7 step 1) that the operator will recover from.
     masked: list[Cause] = field(default_factory=list)
     #: "Running", "Restarting" or None: the progress condition after this pass (R8).
@@ -158,7 +162,18 @@ def replay_pass(job: JobView, seen: Observation, rules: Rules) -> PassOutcome:
     left_to_r7: dict[str, list[Cause]] = {}
     never_failed: dict[str, list[Cause]] = {}  # phase Failed under Never: nobody will restart them
     for name, observed in seen.types.items():
+        restarted_by_kubernetes = observed.spec.restart_policy in (RESTART_ON_FAILURE, RESTART_ALWAYS)
         for entry in observed.failed_pods:
+            if (
+                restarted_by_kubernetes
+                and entry.phase == "Failed"
+                and len(outcome.restarts) >= MAX_CULPRITS
+                and not rules.fail_on_worker_failure
+            ):
+                # Restarted whatever the cause; beyond the causes a verdict can show, classifying
+                # more would only cost time (a mass eviction fails thousands of pods at once).
+                outcome.restarts_not_shown += 1
+                continue
             cause = classify(entry, rules)
             if entry.phase != "Failed":
                 left_to_r7.setdefault(name, []).append(cause)  # being deleted: counted failed, not restarted

@@ -32,6 +32,8 @@ class VerdictState(str, Enum):
 
 
 TERMINAL_STATES: Final = frozenset({VerdictState.SUCCEEDED, VerdictState.FAILED})
+#: At most this many pod names are carried in ``Verdict.culprits`` (trigger events stay small).
+MAX_CULPRITS: Final = 20
 
 # --- Reason codes (stable; documented in docs/rules.md) -------------------------------------
 # Pending

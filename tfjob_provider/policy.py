@@ -49,6 +49,7 @@ from tfjob_provider._reconcile import (
 from tfjob_provider._rules import SUCCESS_POLICIES, Rules, SuccessPolicy
 from tfjob_provider._tfjob import JobView, read_tfjob
 from tfjob_provider._verdicts import (
+    MAX_CULPRITS,
     REASON_ALL_WORKERS_SUCCEEDED,
     REASON_AWAITING_SUCCESS_POLICY,
     REASON_BACKOFF_LIMIT,
@@ -125,8 +126,6 @@ __all__ = [
     "decide",
 ]
 
-#: At most this many pod names are carried in ``Verdict.culprits`` (trigger events stay small).
-MAX_CULPRITS: Final = 20
 _DEFAULT_RULES: Final = Rules()
 
 
@@ -569,7 +568,9 @@ class _Judgement:
         if outcome.progress == "Restarting":
             recovering = outcome.restarts or outcome.masked
             if recovering:
-                detail = f"{recovering[0].description}; the training operator replaces failed pods"
+                others = len(recovering) + outcome.restarts_not_shown - 1
+                more = f" (and {others} other pod(s))" if others > 0 else ""
+                detail = f"{recovering[0].description}{more}; the training operator replaces failed pods"
             else:
                 detail = (job.restarting_message or "a replica failed and is being replaced").rstrip(".")
             return self._verdict(

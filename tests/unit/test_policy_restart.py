@@ -246,3 +246,17 @@ def test_fail_on_worker_failure_refuses_operator_restarts(policy: str) -> None:
     assert decide(job, pods, now=NOW).state is RESTARTING
     verdict = decide(job, pods, now=NOW, rules=Rules(fail_on_worker_failure=True))
     assert (verdict.state, verdict.reason, verdict.retryable) == (FAILED, REASON_WORKER_FAILED, True)
+
+
+def test_a_mass_eviction_is_one_restart_verdict_with_a_bounded_list_of_culprits() -> None:
+    job = make_tfjob({"Chief": 1, "Worker": 60}, restart_policy={"Worker": "OnFailure"})
+    evicted = [
+        make_pod("Worker", index, phase="Failed", exit_code=None, pod_reason="Evicted") for index in range(60)
+    ]
+    verdict = decide(job, [make_pod("Chief"), *evicted], now=NOW)
+    assert (verdict.state, verdict.reason) == (RESTARTING, REASON_RESTARTING)
+    assert verdict.culprits == tuple(f"mnist-worker-{index}" for index in range(20))
+    assert "and 59 other pod(s)" in verdict.message
+    strict = decide(job, [make_pod("Chief"), *evicted], now=NOW, rules=Rules(fail_on_worker_failure=True))
+    assert (strict.state, strict.retryable) == (FAILED, True)
+    assert "59 other replica pod(s) failed" in strict.message
