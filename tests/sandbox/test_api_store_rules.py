@@ -289,3 +289,24 @@ def test_record_event_in_a_missing_namespace_is_dropped_not_raised() -> None:
     ghost = {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "g", "namespace": "nowhere", "uid": "u"}}
     event = record_event(store, involved=ghost, reason="R", message="m", component="c")
     assert event["reason"] == "R" and store.count(EVENTS) == 0
+
+
+@pytest.mark.parametrize(
+    ("seconds", "shown"),
+    [
+        (-5, "<invalid>"),
+        (0, "0s"),
+        (119, "119s"),
+        (125, "2m5s"),
+        (600, "10m"),
+        (3 * 3600 + 60, "3h1m"),
+        (30 * 3600, "30h"),
+        (3 * 86400 + 3600, "3d1h"),
+        (20 * 86400, "20d"),
+        (800 * 86400, "2y70d"),
+    ],
+)
+def test_ages_are_printed_like_kubernetes(seconds: float, shown: str) -> None:
+    from tfjob_provider.sandbox.tables import human_duration
+
+    assert human_duration(seconds) == shown

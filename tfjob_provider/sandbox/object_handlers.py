@@ -13,6 +13,7 @@ from typing import Any
 from aiohttp import web
 
 from tfjob_provider.sandbox import http_common as http
+from tfjob_provider.sandbox import tables
 from tfjob_provider.sandbox.errors import ApiError, status_success
 from tfjob_provider.sandbox.objects import meta_of
 from tfjob_provider.sandbox.patching import APPLY_PATCH, PATCH_TYPES
@@ -41,10 +42,15 @@ async def handle(store: Store, request: web.Request, info: RequestInfo) -> web.S
             raise _method_not_allowed()
         obj = store.peek(rt, info.name, namespace=_namespace(info))
         if obj is None:
-            store.get(rt, info.name, namespace=_namespace(info))  # raises the 404 with upstream wording
+            obj = store.get(rt, info.name, namespace=_namespace(info))  # raises the 404 with upstream wording
+        if tables.wants_table(request.headers.get("Accept", "")) and not info.subresource:
+            return http.json_response(_table(rt, [obj], {}, query))
         return http.json_response(obj)
     if info.verb == "list":
-        return http.json_response(_list(store, rt, info, query))
+        listed = _list(store, rt, info, query)
+        if tables.wants_table(request.headers.get("Accept", "")):
+            return http.json_response(_table(rt, listed["items"], listed["metadata"], query))
+        return http.json_response(listed)
     if info.verb == "create":
         if info.name or info.subresource:
             raise _method_not_allowed()
@@ -60,6 +66,13 @@ async def handle(store: Store, request: web.Request, info: RequestInfo) -> web.S
     if info.verb == "deletecollection":
         return await _delete_collection(store, request, info, rt)
     raise _method_not_allowed()
+
+
+def _table(
+    rt: ResourceType, items: list[dict[str, Any]], metadata: dict[str, Any], query: Any
+) -> dict[str, Any]:
+    include = query.get("includeObject") or "Metadata"
+    return tables.render_table(rt, items, list_metadata=metadata, include_object=include)
 
 
 def _list(store: Store, rt: ResourceType, info: RequestInfo, query: Any) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from typing import Any
 
 from aiohttp import web
 
-from tfjob_provider.sandbox import discovery, object_handlers
+from tfjob_provider.sandbox import discovery, object_handlers, openapi
 from tfjob_provider.sandbox.auth import Authenticator
 from tfjob_provider.sandbox.errors import ApiError
 from tfjob_provider.sandbox.faults import ApiFaults
@@ -178,6 +178,12 @@ class ApiServer:
             document = discovery.api_group(registry, parts[1])
         elif len(parts) == 3 and parts[0] == "apis":
             document = discovery.api_resource_list(registry, parts[1], parts[2])
+        elif parts == ["openapi", "v3"]:
+            document = openapi.root_document(registry)
+        elif len(parts) == 5 and parts[:3] == ["openapi", "v3", "apis"]:
+            document = openapi.group_version_document(registry, parts[3], parts[4])
+        elif len(parts) == 4 and parts[:3] == ["openapi", "v3", "api"]:
+            document = openapi.group_version_document(registry, "", parts[3])
         if document is None:
             raise not_served()
         return json_response(document)
