@@ -224,6 +224,18 @@ def test_sparse_tf_config_for_dynamic_workers() -> None:
     )
 
 
+def test_sparse_tf_config_for_a_slot_beyond_zero_replicas_has_no_own_address() -> None:
+    # R15 creates slot 0 even for ``replicas: 0``; that pod has no address in the cluster spec.
+    specs = {"Worker": {"replicas": 0}, "PS": {"replicas": 0}}
+    for replica_type in ("Worker", "PS"):
+        config = tf_config(
+            job_name="j", namespace="ns", replica_specs=specs, replica_type=replica_type, index=0,
+            dynamic_worker=True,
+        )
+        assert '"worker":{}' in config
+        assert '"ps":[]' in config
+
+
 def test_custom_port_and_cluster_domain_in_tf_config() -> None:
     container = {"name": "tensorflow", "ports": [{"name": "tfjob-port", "containerPort": 3333}]}
     specs = {

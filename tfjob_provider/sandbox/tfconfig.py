@@ -101,10 +101,15 @@ def _sparse_cluster(cluster: Mapping[str, list[str]], lower: str, index: int) ->
     """``SparseClusterSpec``: a worker sees itself and every PS; a PS sees only itself."""
     workers: dict[str, str] = {}
     ps: list[str] | None = []
+    own = cluster.get(lower, [])
+    # A pod in a slot the spec no longer covers (R15 allocates slot 0 even for replicas: 0) has no
+    # address of its own; the Go code would index past the end here, the emulation leaves it out.
+    own_address = own[index] if 0 <= index < len(own) else None
     if lower == "ps":
-        ps = [cluster[lower][index]]
+        ps = [own_address] if own_address is not None else []
     elif lower == "worker":
         # A Go nil slice: a job without PS encodes "ps":null for its workers.
         ps = list(cluster["ps"]) if "ps" in cluster else None
-        workers[str(index)] = cluster[lower][index]
+        if own_address is not None:
+            workers[str(index)] = own_address
     return {"worker": workers, "ps": ps}
