@@ -31,7 +31,7 @@ class WatchStreams:
     def __init__(self, store: Store, *, bookmark_interval: float = 60.0) -> None:
         self.store = store
         self.bookmark_interval = bookmark_interval
-        self._open: set[web.StreamResponse] = set()
+        self._open: dict[web.StreamResponse, web.Request] = {}
 
     @property
     def open_count(self) -> int:
@@ -66,7 +66,7 @@ class WatchStreams:
         )
         response = web.StreamResponse(status=200, headers={"Content-Type": http.JSON_CONTENT_TYPE})
         response.enable_chunked_encoding()
-        self._open.add(response)
+        self._open[response] = request
         try:
             await response.prepare(request)
             await self._pump(response, subscription, seconds)
@@ -75,7 +75,7 @@ class WatchStreams:
             pass  # the client went away (or a fault cut it off); nothing left to send
         finally:
             subscription.close("watch ended")
-            self._open.discard(response)
+            self._open.pop(response, None)
         return response
 
     async def _pump(
