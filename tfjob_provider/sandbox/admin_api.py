@@ -36,6 +36,8 @@ class AdminApi:
         self.runtime = runtime
         self.routes: dict[tuple[str, str], Action] = {
             ("GET", "/status"): self._status,
+            ("GET", "/requests"): self._request_counts,
+            ("DELETE", "/requests"): self._reset_request_counts,
             ("GET", "/faults/api"): self._list_api_faults,
             ("POST", "/faults/api"): self._add_api_fault,
             ("DELETE", "/faults/api"): self._clear_api_faults,
@@ -75,6 +77,13 @@ class AdminApi:
 
     async def _status(self, params: dict[str, Any]) -> dict[str, Any]:
         return self.runtime.status()
+
+    async def _request_counts(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {"requests": self.runtime.server.requests.snapshot()}
+
+    async def _reset_request_counts(self, params: dict[str, Any]) -> dict[str, Any]:
+        self.runtime.server.requests.reset()
+        return {"reset": True}
 
     async def _list_api_faults(self, params: dict[str, Any]) -> dict[str, Any]:
         return {"rules": self.runtime.faults.rules()}

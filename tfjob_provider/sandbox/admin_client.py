@@ -109,6 +109,13 @@ class SandboxAdminClient:
         )
         return int(rule["id"])
 
+    def request_counts(self) -> list[dict[str, Any]]:
+        """Served API requests as ``{"user", "verb", "resource", "count"}`` rows (admin calls excluded)."""
+        return list(self._call("GET", "/requests")["requests"])
+
+    def reset_request_counts(self) -> None:
+        self._call("DELETE", "/requests")
+
     def api_faults(self) -> list[dict[str, Any]]:
         return list(self._call("GET", "/faults/api")["rules"])
 

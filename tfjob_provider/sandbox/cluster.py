@@ -244,3 +244,18 @@ class Sandbox:
     def expire_watch_history(self) -> None:
         """Forget watch history: resuming from any earlier resourceVersion now gets 410 Expired."""
         self.call(self.store.expire_history)
+
+    # --- request accounting -----------------------------------------------------------------------
+
+    def request_counts(self) -> list[dict[str, Any]]:
+        """Served API requests as ``{"user", "verb", "resource", "count"}`` rows (admin calls excluded)."""
+        return list(self.call(self.server.requests.snapshot))
+
+    def request_total(
+        self, *, user: str | None = None, verb: str | None = None, resource: str | None = None
+    ) -> int:
+        """How many served requests match every filter given."""
+        return int(self.call(self.server.requests.total, user=user, verb=verb, resource=resource))
+
+    def reset_request_counts(self) -> None:
+        self.call(self.server.requests.reset)

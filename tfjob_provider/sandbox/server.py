@@ -26,6 +26,7 @@ from tfjob_provider.sandbox.errors import ApiError
 from tfjob_provider.sandbox.faults import ApiFaults
 from tfjob_provider.sandbox.http_common import json_response, status_response
 from tfjob_provider.sandbox.log_handler import LogPathFn, LogStreams
+from tfjob_provider.sandbox.request_log import RequestLog
 from tfjob_provider.sandbox.routing import RequestInfo, not_served, resolve
 from tfjob_provider.sandbox.store import Store
 from tfjob_provider.sandbox.watch_handler import WatchStreams
@@ -70,6 +71,7 @@ class ApiServer:
         self.watches = WatchStreams(store, bookmark_interval=bookmark_interval)
         self.logs = LogStreams(store, log_path)
         self.admin_handler = admin_handler
+        self.requests = RequestLog()
         self._runner: web.AppRunner | None = None
         self.port: int | None = None
 
@@ -119,6 +121,7 @@ class ApiServer:
                     )
                 return await self.admin_handler(request)
             info = resolve(request.method, request.path, request.query, self.store.registry)
+            self.requests.record(user=user.name, verb=info.verb, resource=info.rbac_resource)
             await self._inject_faults(request, info)
             self.authenticator.authorize(user, info)
             if not info.is_resource_request:

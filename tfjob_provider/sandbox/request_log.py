@@ -1,0 +1,52 @@
+"""Counts of the API requests the sandbox served, by user, verb and resource.
+
+Why: the provider promises a cost ("no more than 2 requests per job per minute while waiting",
+"bad input never reaches the API", "50 triggers share one watch"), and a promise about requests
+is only testable where the requests arrive.  The server records every authenticated request
+(admin requests excluded) here; tests and benchmarks read the counts in process, or over the
+admin API from another process.  Bounded: one counter per distinct (user, verb, resource).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, order=True)
+class RequestKey:
+    """One class of request: ``resource`` is e.g. ``tfjobs``, ``pods/log``; empty for discovery paths."""
+
+    user: str
+    verb: str
+    resource: str
+
+
+class RequestLog:
+    """A counter of served requests; written only on the sandbox's event loop."""
+
+    def __init__(self) -> None:
+        self._counts: Counter[RequestKey] = Counter()
+
+    def record(self, *, user: str, verb: str, resource: str) -> None:
+        self._counts[RequestKey(user=user, verb=verb, resource=resource)] += 1
+
+    def snapshot(self) -> list[dict[str, object]]:
+        """Every counter as ``{"user", "verb", "resource", "count"}``, sorted for stable output."""
+        return [
+            {"user": key.user, "verb": key.verb, "resource": key.resource, "count": count}
+            for key, count in sorted(self._counts.items())
+        ]
+
+    def total(self, *, user: str | None = None, verb: str | None = None, resource: str | None = None) -> int:
+        """The number of requests matching every filter given."""
+        return sum(
+            count
+            for key, count in self._counts.items()
+            if (user is None or key.user == user)
+            and (verb is None or key.verb == verb)
+            and (resource is None or key.resource == resource)
+        )
+
+    def reset(self) -> None:
+        self._counts.clear()
