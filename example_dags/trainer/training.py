@@ -1,0 +1,125 @@
+"""What each replica does: train steps (chief and workers) or serve until the chief is done (PS, evaluator).
+
+Why it looks like this: it reproduces the life cycle the TFJob rules are written for, without
+TensorFlow — training replicas run a fixed number of steps and exit 0, the chief's exit decides the
+job; parameter servers never finish on their own (they serve until the chief's ``DONE`` marker
+appears or the training operator deletes them under ``cleanPodPolicy``); every step is
+checkpointed so a recreated replica resumes instead of starting over.  Clock and output are
+injected so the loop runs in tests in microseconds.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Mapping
+from typing import TextIO
+
+from trainer.checkpoints import DONE_MARKER, Checkpoint, CheckpointStore
+from trainer.failures import remember_failure, should_fail
+from trainer.options import TrainerOptions
+from trainer.tf_config import ClusterRole
+
+Sleep = Callable[[float], None]
+#: Seconds between "still serving" lines of a parameter server or evaluator.
+HEARTBEAT_SECONDS = 5.0
+
+
+class ReplicaLog:
+    """Print ``[worker-1] message`` lines, flushed at once so ``kubectl logs -f`` shows them live."""
+
+    def __init__(self, tag: str, stream: TextIO | None = None) -> None:
+        self.tag = tag
+        self.stream = stream
+
+    def __call__(self, message: str) -> None:
+        stream = self.stream if self.stream is not None else sys.stdout
+        print(f"[{self.tag}] {message}", file=stream, flush=True)
+
+
+def loss_at(step: int, *, replica_index: int = 0) -> float:
+    """A plausible, deterministic loss curve: the same step always shows the same loss, so a resumed
+    run continues the curve instead of jumping."""
+    return round(2.0 * 0.8**step + 0.05 + 0.01 * replica_index / (step + 1), 4)
+
+
+def chief_tag(role: ClusterRole) -> str:
+    """Tag of the replica whose checkpoint an evaluator follows (the chief, else worker 0)."""
+    for kind in ("chief", "master"):
+        if role.cluster.get(kind):
+            return f"{kind}-0"
+    return "worker-0"
+
+
+def train(
+    options: TrainerOptions,
+    role: ClusterRole,
+    *,
+    store: CheckpointStore,
+    environ: Mapping[str, str],
+    log: ReplicaLog,
+    sleep: Sleep = time.sleep,
+) -> int:
+    """Run the training steps from the last checkpoint; the exit status of the replica."""
+    checkpoint = store.load(role.tag)
+    done = checkpoint.step if checkpoint is not None else 0
+    loss = checkpoint.loss if checkpoint is not None else None
+    if checkpoint is not None:
+        log(f"resuming from checkpoint: {checkpoint.step} steps done, loss={checkpoint.loss:.4f}")
+    stopped_early = False
+    for step in range(done + 1, options.steps + 1):
+        plan = options.failure
+        if plan is not None and should_fail(plan, step=step, role=role, environ=environ, store=store):
+            remember_failure(plan, step=step, role=role, store=store)
+            log(f"simulated crash at step {step}/{options.steps}: exiting with status {plan.exit_code}")
+            return plan.exit_code
+        sleep(options.step_seconds)
+        loss = loss_at(step, replica_index=role.index)
+        done = step
+        store.save(role.tag, Checkpoint(step=step, loss=loss))
+        log(f"step {step}/{options.steps} loss={loss:.4f}")
+        if options.stop_file is not None and options.stop_file.exists():
+            log(f"stop file {options.stop_file} found: ending training after step {step}")
+            stopped_early = True
+            break
+    if role.is_chief:
+        store.set_marker(DONE_MARKER)
+    final = f"{loss:.4f}" if loss is not None else "n/a"
+    how = "stopped early" if stopped_early else "finished"
+    log(f"training {how}: {done}/{options.steps} steps, final loss={final}")
+    return 0
+
+
+def serve(
+    options: TrainerOptions,
+    role: ClusterRole,
+    *,
+    store: CheckpointStore,
+    log: ReplicaLog,
+    sleep: Sleep = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> int:
+    """Parameter server or evaluator: serve until the chief is done (or the pod is deleted)."""
+    what = "evaluating the chief's checkpoints" if role.type == "evaluator" else "serving variables"
+    until = "until the chief finishes" if store.enabled else "until the training operator deletes this pod"
+    log(f"{what} {until}")
+    poll = min(max(options.step_seconds, 0.05), 1.0)
+    started = last_heartbeat = clock()
+    evaluated_step = 0
+    while True:
+        if role.type == "evaluator":
+            checkpoint = store.load(chief_tag(role))
+            if checkpoint is not None and checkpoint.step > evaluated_step:
+                evaluated_step = checkpoint.step
+                log(f"evaluated checkpoint of step {checkpoint.step}: eval_loss={checkpoint.loss * 1.1:.4f}")
+        if store.has_marker(DONE_MARKER):
+            log("the chief finished training: stopping")
+            return 0
+        if options.stop_file is not None and options.stop_file.exists():
+            log(f"stop file {options.stop_file} found: stopping")
+            return 0
+        now = clock()
+        if now - last_heartbeat >= HEARTBEAT_SECONDS:
+            last_heartbeat = now
+            log(f"still {what} after {now - started:.0f}s")
+        sleep(poll)
