@@ -59,6 +59,8 @@ class TrainerOptions:
     stop_file: Path | None = None
     data_date: str | None = None
     failure: FailurePlan | None = None
+    sync_replicas: bool = False
+    sync_timeout: float = 600.0
     tensorflow: bool = False
 
 
@@ -140,6 +142,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="crash only when this environment variable has this value (e.g. AIRFLOW_TRY_NUMBER=1)",
     )
     parser.add_argument(
+        "--sync-replicas",
+        action="store_true",
+        help="wait at each step until every training replica finished the previous one, as synchronous "
+        "all-reduce training does (a crashed worker stalls the chief until it is back); "
+        "needs --checkpoint-dir",
+    )
+    parser.add_argument(
+        "--sync-timeout",
+        type=_non_negative_float,
+        default=600.0,
+        help="seconds to wait for a peer before giving up with exit status 1, like a collective op timeout",
+    )
+    parser.add_argument(
         "--tensorflow",
         action="store_true",
         help="run a real MultiWorkerMirroredStrategy job (needs TensorFlow; Chief/Worker replicas only)",
@@ -164,6 +179,8 @@ def parse_options(argv: Sequence[str] | None = None) -> TrainerOptions:
         parser.error(f"{', '.join(failure_flags)}: only meaningful with --fail-at-step")
     if args.fail_once and args.checkpoint_dir is None:
         parser.error("--fail-once remembers the failure in the checkpoint directory: give --checkpoint-dir")
+    if args.sync_replicas and args.checkpoint_dir is None:
+        parser.error("--sync-replicas follows the peers' checkpoints: give --checkpoint-dir")
     if args.fail_at_step is not None and args.fail_at_step > args.steps:
         parser.error(f"--fail-at-step {args.fail_at_step} is after the last step ({args.steps})")
     failure = None
@@ -182,5 +199,7 @@ def parse_options(argv: Sequence[str] | None = None) -> TrainerOptions:
         stop_file=args.stop_file,
         data_date=args.data_date,
         failure=failure,
+        sync_replicas=args.sync_replicas,
+        sync_timeout=args.sync_timeout,
         tensorflow=args.tensorflow,
     )

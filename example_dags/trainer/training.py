@@ -23,6 +23,8 @@ from trainer.tf_config import ClusterRole
 Sleep = Callable[[float], None]
 #: Seconds between "still serving" lines of a parameter server or evaluator.
 HEARTBEAT_SECONDS = 5.0
+#: Exit status when a peer never caught up (a collective operation timing out).
+SYNC_TIMEOUT_EXIT = 1
 
 
 class ReplicaLog:
@@ -51,6 +53,42 @@ def chief_tag(role: ClusterRole) -> str:
     return "worker-0"
 
 
+def training_peers(role: ClusterRole) -> list[str]:
+    """Tags of the other replicas that train (chief/master/workers), in a stable order."""
+    return [
+        f"{kind}-{index}"
+        for kind in ("chief", "master", "worker")
+        for index in sorted(role.cluster.get(kind, {}))
+        if (kind, index) != (role.type, role.index)
+    ]
+
+
+def wait_for_peers(
+    step: int,
+    peers: list[str],
+    *,
+    store: CheckpointStore,
+    timeout: float,
+    log: ReplicaLog,
+    sleep: Sleep,
+    clock: Callable[[], float],
+) -> str | None:
+    """Block until every peer has checkpointed ``step - 1``; None, or the first peer still behind
+    when ``timeout`` seconds have passed."""
+    started = clock()
+    announced = False
+    while True:
+        behind = [peer for peer in peers if (store.load(peer) or Checkpoint(0, 0.0)).step < step - 1]
+        if not behind:
+            return None
+        if not announced:
+            log(f"waiting for {', '.join(behind)} to finish step {step - 1} (synchronous training)")
+            announced = True
+        if clock() - started >= timeout:
+            return behind[0]
+        sleep(0.1)
+
+
 def train(
     options: TrainerOptions,
     role: ClusterRole,
@@ -59,6 +97,7 @@ def train(
     environ: Mapping[str, str],
     log: ReplicaLog,
     sleep: Sleep = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
 ) -> int:
     """Run the training steps from the last checkpoint; the exit status of the replica."""
     checkpoint = store.load(role.tag)
@@ -67,12 +106,19 @@ def train(
     if checkpoint is not None:
         log(f"resuming from checkpoint: {checkpoint.step} steps done, loss={checkpoint.loss:.4f}")
     stopped_early = False
+    peers = training_peers(role) if options.sync_replicas else []
     for step in range(done + 1, options.steps + 1):
         plan = options.failure
         if plan is not None and should_fail(plan, step=step, role=role, environ=environ, store=store):
             remember_failure(plan, step=step, role=role, store=store)
             log(f"simulated crash at step {step}/{options.steps}: exiting with status {plan.exit_code}")
             return plan.exit_code
+        straggler = wait_for_peers(
+            step, peers, store=store, timeout=options.sync_timeout, log=log, sleep=sleep, clock=clock
+        )
+        if straggler is not None:
+            log(f"{straggler} did not finish step {step - 1} within {options.sync_timeout:.0f}s: giving up")
+            return SYNC_TIMEOUT_EXIT
         sleep(options.step_seconds)
         loss = loss_at(step, replica_index=role.index)
         done = step

@@ -10,7 +10,15 @@ from trainer.options import FailurePlan, ReplicaRef, TrainerOptions, parse_optio
 
 def test_defaults() -> None:
     assert parse_options([]) == TrainerOptions(
-        steps=10, step_seconds=0.2, checkpoint_dir=None, stop_file=None, data_date=None, failure=None
+        steps=10,
+        step_seconds=0.2,
+        checkpoint_dir=None,
+        stop_file=None,
+        data_date=None,
+        failure=None,
+        sync_replicas=False,
+        sync_timeout=600.0,
+        tensorflow=False,
     )
 
 
@@ -27,6 +35,8 @@ def test_every_option_is_read() -> None:
             "--fail-replica", "Worker:1",
             "--fail-once",
             "--fail-if-env", "AIRFLOW_TRY_NUMBER=1",
+            "--sync-replicas",
+            "--sync-timeout", "30",
             "--tensorflow",
         ]
     )  # fmt: skip
@@ -43,6 +53,8 @@ def test_every_option_is_read() -> None:
             once=True,
             only_if_env=("AIRFLOW_TRY_NUMBER", "1"),
         ),
+        sync_replicas=True,
+        sync_timeout=30.0,
         tensorflow=True,
     )
 
@@ -73,6 +85,8 @@ def test_env_condition_keeps_everything_after_the_first_equals_sign() -> None:
         (["--fail-once", "--checkpoint-dir", "/c"], "only meaningful with --fail-at-step"),
         (["--fail-at-step", "2", "--fail-once"], "give --checkpoint-dir"),
         (["--steps", "3", "--fail-at-step", "4"], "after the last step"),
+        (["--sync-replicas"], "give --checkpoint-dir"),
+        (["--sync-timeout", "-5"], "non-negative"),
     ],
 )
 def test_refused_with_usage_error(

@@ -14,7 +14,15 @@ from trainer.checkpoints import DONE_MARKER, Checkpoint, CheckpointStore
 from trainer.options import TrainerOptions
 from trainer.program import main
 from trainer.tf_config import ClusterRole
-from trainer.training import HEARTBEAT_SECONDS, ReplicaLog, loss_at, serve
+from trainer.training import (
+    HEARTBEAT_SECONDS,
+    SYNC_TIMEOUT_EXIT,
+    ReplicaLog,
+    loss_at,
+    serve,
+    train,
+    training_peers,
+)
 
 from tests.examples.conftest import EXAMPLE_DAGS
 
@@ -187,3 +195,65 @@ def test_runs_as_a_directory_like_a_container_does(tmp_path: Path) -> None:
         env={},
     )
     assert crash.returncode == 137
+
+
+def test_training_peers_are_the_other_chief_and_workers() -> None:
+    role = ClusterRole("worker", 1, {"chief": {0: "c"}, "worker": {0: "a", 1: "b"}, "ps": {0: "p"}})
+    assert training_peers(role) == ["chief-0", "worker-0"]
+    assert training_peers(ClusterRole("worker", 0)) == []
+
+
+def test_synchronous_training_waits_for_a_restarted_peer(tmp_path: Path) -> None:
+    """The chief may not start step 3 until worker 1, recreated after a crash, has finished step 2."""
+    store = CheckpointStore(tmp_path)
+    store.save("worker-0", Checkpoint(step=4, loss=0.1))
+    store.save("worker-1", Checkpoint(step=1, loss=1.0))
+    out = io.StringIO()
+    waits: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        if len(waits) == 5:  # worker 1 catches up while the chief waits
+            store.save("worker-1", Checkpoint(step=4, loss=0.2))
+
+    options = TrainerOptions(steps=4, step_seconds=0.0, checkpoint_dir=tmp_path, sync_replicas=True)
+    cluster = {"chief": {0: "c"}, "worker": {0: "a", 1: "b"}}
+    status = train(
+        options,
+        ClusterRole("chief", 0, cluster),
+        store=store,
+        environ={},
+        log=ReplicaLog("chief-0", out),
+        sleep=sleep,
+        clock=lambda: 0.0,
+    )
+    assert status == 0
+    lines = out.getvalue().splitlines()
+    assert lines[:3] == [
+        f"[chief-0] step 1/4 loss={loss_at(1):.4f}",
+        f"[chief-0] step 2/4 loss={loss_at(2):.4f}",
+        "[chief-0] waiting for worker-1 to finish step 2 (synchronous training)",
+    ]
+    assert lines[3] == f"[chief-0] step 3/4 loss={loss_at(3):.4f}"
+    assert waits == [0.0, 0.0, 0.1, 0.1, 0.1, 0.0, 0.0], "steps sleep step_seconds; the wait polls every 0.1s"
+
+
+def test_synchronous_training_gives_up_after_the_timeout(tmp_path: Path) -> None:
+    out = io.StringIO()
+    times = iter([0.0, 0.0, 5.0, 11.0])
+    options = TrainerOptions(
+        steps=3, step_seconds=0.0, checkpoint_dir=tmp_path, sync_replicas=True, sync_timeout=10
+    )
+    status = train(
+        options,
+        ClusterRole("worker", 0, {"worker": {0: "a", 1: "b"}}),
+        store=CheckpointStore(tmp_path),
+        environ={},
+        log=ReplicaLog("worker-0", out),
+        sleep=lambda _: None,
+        clock=times.__next__,
+    )
+    assert status == SYNC_TIMEOUT_EXIT
+    assert (
+        out.getvalue().splitlines()[-1] == "[worker-0] worker-1 did not finish step 1 within 10s: giving up"
+    )
