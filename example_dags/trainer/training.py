@@ -25,6 +25,8 @@ Sleep = Callable[[float], None]
 HEARTBEAT_SECONDS = 5.0
 #: Exit status when a peer never caught up (a collective operation timing out).
 SYNC_TIMEOUT_EXIT = 1
+#: A wait for peers this long is worth a log line (a peer is being recreated or is stuck).
+NOTABLE_WAIT_SECONDS = 1.0
 
 
 class ReplicaLog:
@@ -74,18 +76,20 @@ def wait_for_peers(
     clock: Callable[[], float],
 ) -> str | None:
     """Block until every peer has checkpointed ``step - 1``; None, or the first peer still behind
-    when ``timeout`` seconds have passed."""
+    when ``timeout`` seconds have passed.  Waits longer than :data:`NOTABLE_WAIT_SECONDS` are
+    logged (a peer being recreated); the usual jitter between replicas is not."""
     started = clock()
     announced = False
     while True:
         behind = [peer for peer in peers if (store.load(peer) or Checkpoint(0, 0.0)).step < step - 1]
         if not behind:
             return None
-        if not announced:
+        waited = clock() - started
+        if waited >= timeout:
+            return behind[0]
+        if not announced and waited >= NOTABLE_WAIT_SECONDS:
             log(f"waiting for {', '.join(behind)} to finish step {step - 1} (synchronous training)")
             announced = True
-        if clock() - started >= timeout:
-            return behind[0]
         sleep(0.1)
 
 
