@@ -225,7 +225,7 @@ def test_synchronous_training_waits_for_a_restarted_peer(tmp_path: Path) -> None
         environ={},
         log=ReplicaLog("chief-0", out),
         sleep=sleep,
-        clock=lambda: 0.0,
+        clock=lambda: 0.5 * len(waits),  # the clock advances with every sleep
     )
     assert status == 0
     lines = out.getvalue().splitlines()
@@ -240,7 +240,7 @@ def test_synchronous_training_waits_for_a_restarted_peer(tmp_path: Path) -> None
 
 def test_synchronous_training_gives_up_after_the_timeout(tmp_path: Path) -> None:
     out = io.StringIO()
-    times = iter([0.0, 0.0, 5.0, 11.0])
+    times = iter([0.0, 0.0, 0.5, 5.0, 11.0])
     options = TrainerOptions(
         steps=3, step_seconds=0.0, checkpoint_dir=tmp_path, sync_replicas=True, sync_timeout=10
     )
