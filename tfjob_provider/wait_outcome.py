@@ -322,23 +322,38 @@ class WaitTarget:
         return None
 
     def needs_confirmation(self, outcome: WaitOutcome | None) -> bool:
-        """Whether ``outcome`` must be confirmed on a fresh read before it may end the wait.
+        """Whether ``outcome`` must be confirmed on a fresh read (:meth:`confirm`) before it ends the wait.
 
-        That is every Failed verdict the provider reached on its own (the TFJob carries no
-        terminal condition yet).  The TFJob and the pods arrive on two watch streams that are not
-        ordered with respect to each other, and a waiter may skip intermediate snapshots, so a
-        snapshot can pair a TFJob status from *before* an event with pods from *after* it — e.g.
-        the PS pods the training operator deletes under ``cleanPodPolicy`` right after it marked
-        the job Succeeded look like replicas killed under a running job.  Read the pods first and
-        the TFJob second (:data:`FRESH_READ_ORDER`)
-        and judge again; what that says is final.
+        That is every success or failure judged from a watch snapshot, except a deletion (a
+        ``DELETED`` event or a 404 is certain).  The TFJob and its pods arrive on two watch streams
+        that are not ordered with respect to each other, and waiters may skip intermediate
+        snapshots, so a snapshot can pair a TFJob status with pods from another moment: the PS pods
+        the training operator deletes under ``cleanPodPolicy`` right after it marked the job
+        Succeeded look like replicas killed under a running job; a ``Failed`` condition can arrive
+        before the pod that caused it, leaving the verdict without a culprit or retry class.
+        Costs two requests, once per job.
         """
-        return (
-            outcome is not None
-            and outcome.status == "failed"
-            and outcome.verdict is not None
-            and not outcome.verdict.operator_finished
-        )
+        if outcome is None or outcome.status not in ("success", "failed") or outcome.verdict is None:
+            return False
+        return outcome.verdict.reason != REASON_TFJOB_DELETED
+
+    def confirm(
+        self,
+        outcome: WaitOutcome,
+        tfjob: Mapping[str, Any] | None,
+        pods: Sequence[Mapping[str, Any]],
+        *,
+        now: datetime,
+    ) -> WaitOutcome | None:
+        """Judge a fresh read (pods listed *before* the TFJob was read, :data:`FRESH_READ_ORDER`)
+        taken because of ``outcome``; None if the fresh state says the job is still going.
+
+        When the TFJob has meanwhile disappeared (TTL after success, someone deleting it), the
+        snapshot's evidence stands and ``outcome`` is returned unchanged.
+        """
+        if tfjob is None or (self.uid is not None and uid_of(tfjob) != self.uid):
+            return outcome
+        return self.judge(tfjob, pods, now=now)
 
     def deadline_passed(self, now: datetime) -> bool:
         return self.deadline is not None and now >= self.deadline

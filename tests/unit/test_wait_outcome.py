@@ -176,14 +176,39 @@ def test_deadlines_are_absolute_utc_and_the_earliest_wins() -> None:
     assert parse_utc("2025-03-01T12:00:00Z") == NOW
 
 
-def test_only_the_providers_own_failures_need_a_fresh_read() -> None:
+def test_terminal_outcomes_are_confirmed_on_a_fresh_read_but_deletions_are_not() -> None:
     """Streams race: the operator's cleanPodPolicy deletions can arrive before its Succeeded status."""
     job = make_tfjob({"Chief": 1, "PS": 1})
     cleanup_race = [make_pod("Chief", phase="Succeeded"), make_pod("PS", deleting=True)]
     stale = target().judge(job, cleanup_race, now=NOW)
     assert stale is not None and stale.status == "failed" and target().needs_confirmation(stale)
-    job["status"]["conditions"].append(condition("Succeeded"))
-    fresh = target().judge(job, cleanup_race, now=NOW)
-    assert fresh is not None and fresh.status == "success" and not target().needs_confirmation(fresh)
-    assert not target().needs_confirmation(target().judge(None, [], now=NOW))  # deletion is certain
+    fresh_job = make_tfjob({"Chief": 1, "PS": 1}, conditions=[condition("Created"), condition("Succeeded")])
+    confirmed = target().confirm(stale, fresh_job, cleanup_race, now=NOW)
+    assert confirmed is not None and confirmed.status == "success"
+    assert target().needs_confirmation(confirmed)  # successes are confirmed too (pods may lag)
+    deleted = target().judge(None, [], now=NOW)
+    assert not target().needs_confirmation(deleted)  # a deletion is certain
     assert not target().needs_confirmation(None)
+
+
+def test_a_confirmation_that_finds_the_tfjob_gone_keeps_the_snapshots_outcome() -> None:
+    job = make_tfjob({"Chief": 1, "Worker": 1})
+    outcome = target().judge(job, [make_pod("Chief", phase="Succeeded"), make_pod("Worker")], now=NOW)
+    assert outcome is not None
+    assert target().confirm(outcome, None, [], now=NOW) is outcome  # deleted by its TTL meanwhile
+    replaced = make_tfjob({"Chief": 1}, uid="other")
+    assert target().confirm(outcome, replaced, [], now=NOW) is outcome
+
+
+def test_a_failed_condition_ahead_of_its_pods_is_judged_again_with_the_cause() -> None:
+    """The TFJob stream can deliver Failed before the pods stream delivers the pod that caused it."""
+    failed_job = make_tfjob(
+        {"Chief": 1, "Evaluator": 1}, conditions=[condition("Created"), condition("Failed")]
+    )
+    lagging = [make_pod("Chief"), make_pod("Evaluator")]
+    early = target().judge(failed_job, lagging, now=NOW)
+    assert early is not None and early.verdict is not None and early.verdict.culprits == ()
+    fresh_pods = [make_pod("Chief"), make_pod("Evaluator", phase="Failed", exit_code=2)]
+    confirmed = target().confirm(early, failed_job, fresh_pods, now=NOW)
+    assert confirmed is not None and confirmed.verdict is not None
+    assert confirmed.verdict.culprits == ("mnist-evaluator-0",) and confirmed.verdict.retryable is False

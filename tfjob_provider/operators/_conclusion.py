@@ -16,7 +16,7 @@ is noted in the report, never allowed to replace the real failure.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
@@ -66,6 +66,27 @@ def gather_failure_report(client: SyncTFJobClient, outcome: WaitOutcome, *, log_
     return "\n".join([report, *notes])
 
 
+#: XCom key of :func:`failure_summary`, pushed by a task that fails because its TFJob failed.
+XCOM_FAILURE = "tfjob_failure"
+
+
+def failure_summary(outcome: WaitOutcome, report: str) -> dict[str, Any]:
+    """The machine-readable side of a failure, for XCom ``tfjob_failure``: downstream tasks
+    (``trigger_rule="all_done"``) and failure callbacks can route on ``reason``/``retryable``
+    without parsing logs."""
+    verdict = outcome.verdict
+    return {
+        "name": outcome.name,
+        "namespace": outcome.namespace,
+        "uid": outcome.uid,
+        "reason": verdict.reason if verdict is not None else None,
+        "retryable": verdict.retryable if verdict is not None else True,
+        "message": outcome.message,
+        "culprits": list(verdict.culprits) if verdict is not None else [],
+        "report": report,
+    }
+
+
 def failure_exception(outcome: WaitOutcome) -> AirflowException:
     """AirflowFailException for a permanent failure, AirflowException for a retryable one."""
     verdict = outcome.verdict
@@ -106,4 +127,10 @@ def delete_if_ours(
     return deleted
 
 
-__all__ = ["delete_if_ours", "failure_exception", "gather_failure_report"]
+__all__ = [
+    "XCOM_FAILURE",
+    "delete_if_ours",
+    "failure_exception",
+    "failure_summary",
+    "gather_failure_report",
+]

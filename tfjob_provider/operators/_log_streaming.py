@@ -20,6 +20,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from tfjob_provider.constants import DEFAULT_CONTAINER_NAME
+from tfjob_provider.kube import operations as ops
+from tfjob_provider.operators._worker_wait import stoppable
 from tfjob_provider.reporting import log_pod_for, pod_name, replica_of
 
 if TYPE_CHECKING:
@@ -67,6 +69,8 @@ class LogStreamer:
         self._resumes: dict[InstanceKey, int] = {}
         self._last_line_at = 0.0
         self._finished: set[InstanceKey] = set()
+        self._stopping = threading.Event()
+        self._ended = False  # the followed container has terminated: its stream ends by itself
 
     def update(self, pods: Sequence[Mapping[str, Any]]) -> None:
         """Start following the deciding pod's current container if it is not followed yet."""
@@ -79,6 +83,7 @@ class LogStreamer:
         if state not in ("running", "terminated"):
             return  # no log yet
         key: InstanceKey = (str(metadata.get("uid") or pod_name(pod)), restarts)
+        self._ended = key == self._following and state == "terminated"
         if self._thread is not None and self._thread.is_alive():
             return  # the current stream ends by itself when its container ends
         if key in self._finished:
@@ -94,6 +99,7 @@ class LogStreamer:
 
     def _start(self, pod: Mapping[str, Any], key: InstanceKey, since: int | None) -> None:
         self._following = key
+        self._ended = _container_state(pod)[1] == "terminated"
         name, prefix = pod_name(pod), _prefix(pod)
         self._thread = threading.Thread(
             target=self._follow, args=(name, prefix, since), name=f"tfjob-log-{name}", daemon=True
@@ -102,7 +108,10 @@ class LogStreamer:
 
     def _follow(self, name: str, prefix: str, since: int | None) -> None:
         try:
-            for line in self._client.follow_log(name, namespace=self._namespace, since_seconds=since):
+            follow = ops.follow_log(
+                self._client.session, name, namespace=self._namespace, since_seconds=since
+            )
+            for line in self._client.iterate(stoppable(follow, self._stopping)):
                 self._last_line_at = time.monotonic()
                 if len(line) > MAX_STREAMED_LINE_CHARS:
                     line = f"{line[:MAX_STREAMED_LINE_CHARS]}… (cut)"
@@ -111,10 +120,13 @@ class LogStreamer:
             self._emit(f"{prefix} (log stream interrupted: {type(error).__name__}: {error})")
 
     def drain(self, timeout: float) -> None:
-        """Give the current stream up to ``timeout`` seconds to deliver its last lines."""
+        """Give the stream of a container that has ended up to ``timeout`` seconds to deliver its
+        last lines; a container still running is not followed any further (its stream stops at
+        its next line)."""
         thread = self._thread
-        if thread is not None:
+        if thread is not None and self._ended:
             thread.join(timeout)
+        self._stopping.set()
 
 
 __all__ = ["MAX_STREAMED_LINE_CHARS", "LogStreamer"]

@@ -9,15 +9,17 @@ main thread waits on that mailbox with a timeout, judging with the same
 :class:`~tfjob_provider.wait_outcome.WaitTarget` the trigger uses.
 
 The watch generator is created, iterated and closed inside its thread (generators may not be
-closed from another thread); :meth:`SnapshotFeed.stop` asks it to finish at its next item.
+closed from another thread); :meth:`SnapshotFeed.stop` asks it to finish at its next stream item
+(:func:`stoppable`), so no watch outlives its wait by more than one bookmark interval.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar, cast
 
+from tfjob_provider.kube import operations as ops
 from tfjob_provider.kube.errors import KubeApiError, NotFoundError
 from tfjob_provider.wait_outcome import WaitOutcome, WaitTarget, utc_now
 
@@ -25,14 +27,53 @@ if TYPE_CHECKING:
     from tfjob_provider.kube.sync_client import SyncTFJobClient
     from tfjob_provider.kube.tracking import JobSnapshot
 
+T = TypeVar("T")
+
+
+def stoppable(operation: ops.Operation[T], stopping: threading.Event) -> ops.Operation[T | None]:
+    """Pass every effect of ``operation`` through; end it at the first result after ``stopping`` is set.
+
+    The synchronous transport blocks its driving thread until the next line of an open stream
+    arrives, and a generator cannot be closed from another thread while it runs.  Wrapped like
+    this, a watch or log stream ends at its next line, bookmark, timeout or error once the waiter
+    no longer needs it (the transport then closes its streams), instead of reconnecting forever.
+    """
+    try:
+        effect = next(operation)
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
+    try:
+        while True:
+            try:
+                result = yield effect
+            except GeneratorExit:
+                raise
+            except BaseException as error:  # an effect failed: the operation decides, unless we stop
+                if stopping.is_set():
+                    return None
+                try:
+                    effect = operation.throw(error)
+                except StopIteration as stop:
+                    return stop.value  # type: ignore[no-any-return]
+                continue
+            if stopping.is_set():
+                return None
+            try:
+                effect = operation.send(result)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+    finally:
+        operation.close()
+
 
 class SnapshotFeed:
     """A daemon thread iterating ``open_watch()`` and keeping the newest snapshot.
 
-    :param open_watch: returns the blocking iterator of snapshots; called inside the thread.
+    :param open_watch: returns the blocking iterator of snapshots, given the event that asks it
+        to stop (see :func:`stoppable`); called inside the thread.
     """
 
-    def __init__(self, open_watch: Callable[[], Iterator[JobSnapshot]], *, name: str) -> None:
+    def __init__(self, open_watch: Callable[[threading.Event], Iterator[JobSnapshot]], *, name: str) -> None:
         self._open_watch = open_watch
         self._lock = threading.Lock()
         self._changed = threading.Event()
@@ -48,7 +89,7 @@ class SnapshotFeed:
     def _run(self) -> None:
         iterator: Iterator[JobSnapshot] | None = None
         try:
-            iterator = self._open_watch()
+            iterator = self._open_watch(self._stopping)
             for snapshot in iterator:
                 with self._lock:
                     self._latest = snapshot
@@ -107,7 +148,12 @@ def wait_in_worker(
     :param interrupted: returns a reason when the task is being killed; the wait then ends as
         an ``error`` outcome at the next wake-up.
     """
-    feed = SnapshotFeed(lambda: client.watch_job(target.name, namespace=target.namespace), name=target.name)
+
+    def open_watch(stopping: threading.Event) -> Iterator[JobSnapshot]:
+        watch = ops.watch_job(client.session, target.name, namespace=target.namespace)
+        return cast("Iterator[JobSnapshot]", client.iterate(stoppable(watch, stopping)))
+
+    feed = SnapshotFeed(open_watch, name=target.name)
     feed.start()
     try:
         return _wait(
@@ -143,9 +189,9 @@ def _wait(
                 on_snapshot(snapshot)
             last = snapshot
             outcome = target.judge(snapshot.tfjob, snapshot.pods, now=now, deleted=snapshot.deleted)
-            if target.needs_confirmation(outcome):
+            if outcome is not None and target.needs_confirmation(outcome):
                 tfjob, pods = read_job(client, name=target.name, namespace=target.namespace)
-                outcome = target.judge(tfjob, pods, now=utc_now())
+                outcome = target.confirm(outcome, tfjob, pods, now=utc_now())
             if outcome is not None:
                 return outcome
         if error is not None:
@@ -164,4 +210,4 @@ def _wait(
         feed.wait(target.seconds_until_recheck(tfjob, now=now, interval=poll_interval))
 
 
-__all__ = ["SnapshotFeed", "read_job", "wait_in_worker"]
+__all__ = ["SnapshotFeed", "read_job", "stoppable", "wait_in_worker"]

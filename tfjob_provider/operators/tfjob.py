@@ -63,7 +63,13 @@ from tfjob_provider.manifest import (
     validate_tfjob,
 )
 from tfjob_provider.naming import job_name_for, stamp_identity
-from tfjob_provider.operators._conclusion import delete_if_ours, failure_exception, gather_failure_report
+from tfjob_provider.operators._conclusion import (
+    XCOM_FAILURE,
+    delete_if_ours,
+    failure_exception,
+    failure_summary,
+    gather_failure_report,
+)
 from tfjob_provider.operators._log_streaming import LogStreamer
 from tfjob_provider.operators._submission import Submission, TaskIdentity, submit_or_adopt
 from tfjob_provider.operators._worker_wait import read_job, wait_in_worker
@@ -429,10 +435,10 @@ class TFJobOperator(BaseOperator):
                 tfjob, pods = read_job(client, name=name, namespace=namespace)
             outcome = target.judge(tfjob, pods, now=utc_now())
             if outcome is not None:
-                return self._conclude(outcome)
+                return self._conclude(context, outcome)
         if self.deferrable:
             self._defer(target)
-        return self._conclude(self._wait_in_worker(client, target))
+        return self._conclude(context, self._wait_in_worker(client, target))
 
     def _publish(self, context: Context, *, name: str, namespace: str, uid: str | None) -> None:
         ti = context["ti"]
@@ -525,7 +531,7 @@ class TFJobOperator(BaseOperator):
                 f"{self.task_id}: unreadable TFJob trigger event {event!r}: {error}"
             ) from None
         self._job = (outcome.name, outcome.namespace, outcome.uid)
-        return self._conclude(outcome)
+        return self._conclude(context, outcome)
 
     def resume_execution(self, next_method: str, next_kwargs: dict[str, Any] | None, context: Context) -> Any:
         """Airflow's own deferral timeout (the safety net) fired: delete the TFJob, then time out."""
@@ -549,7 +555,7 @@ class TFJobOperator(BaseOperator):
 
     # --- concluding ----------------------------------------------------------------------------------
 
-    def _conclude(self, outcome: WaitOutcome) -> dict[str, Any]:
+    def _conclude(self, context: Context, outcome: WaitOutcome) -> dict[str, Any]:
         client = self.hook.client
         name, namespace, uid = outcome.name, outcome.namespace, outcome.uid
 
@@ -569,7 +575,9 @@ class TFJobOperator(BaseOperator):
                 completion_time=outcome.completion_time,
             )
         if outcome.status == "failed" and outcome.verdict is not None:
-            self.log.error("%s", gather_failure_report(client, outcome, log_tail_lines=self.log_tail_lines))
+            report = gather_failure_report(client, outcome, log_tail_lines=self.log_tail_lines)
+            self.log.error("%s", report)
+            context["ti"].xcom_push(key=XCOM_FAILURE, value=failure_summary(outcome, report))
             verdict = outcome.verdict
             if not verdict.operator_finished or replicas_still_running(verdict):
                 delete("the task failed, and no replica may keep running (and holding GPUs) after it")

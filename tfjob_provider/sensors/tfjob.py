@@ -29,7 +29,12 @@ from airflow.sdk.exceptions import AirflowException, AirflowSensorTimeout, Airfl
 
 from tfjob_provider.hooks.tfjob import TFJobHook
 from tfjob_provider.links import XCOM_NAME, XCOM_NAMESPACE, XCOM_UID, TFJobLink
-from tfjob_provider.operators._conclusion import failure_exception, gather_failure_report
+from tfjob_provider.operators._conclusion import (
+    XCOM_FAILURE,
+    failure_exception,
+    failure_summary,
+    gather_failure_report,
+)
 from tfjob_provider.operators._worker_wait import read_job
 from tfjob_provider.operators.tfjob import (
     DEFERRAL_TIMEOUT_MARGIN,
@@ -139,9 +144,13 @@ class TFJobSensor(BaseSensorOperator):
         uid = metadata.get("uid") if isinstance(metadata, Mapping) else None
         self._publish(context, str(uid) if uid else None, target.namespace)
         outcome = target.judge(tfjob, pods, now=utc_now())
+        if outcome is not None and target.needs_confirmation(outcome):
+            with translated_api_errors(self.task_id):
+                tfjob, pods = read_job(self.hook.client, name=target.name, namespace=target.namespace)
+            outcome = target.confirm(outcome, tfjob, pods, now=utc_now())
         if outcome is None:
             return False
-        return PokeReturnValue(is_done=True, xcom_value=self._conclude(outcome))
+        return PokeReturnValue(is_done=True, xcom_value=self._conclude(context, outcome))
 
     # --- deferrable -----------------------------------------------------------------------------
 
@@ -178,11 +187,11 @@ class TFJobSensor(BaseSensorOperator):
                 f"{self.task_id}: unreadable TFJob trigger event {event!r}: {error}"
             ) from None
         self._publish(context, outcome.uid, outcome.namespace)
-        return self._conclude(outcome)
+        return self._conclude(context, outcome)
 
     # --- concluding -----------------------------------------------------------------------------
 
-    def _conclude(self, outcome: WaitOutcome) -> dict[str, Any]:
+    def _conclude(self, context: Context, outcome: WaitOutcome) -> dict[str, Any]:
         if outcome.status == "success" and outcome.verdict is not None:
             self.log.info(
                 "%s",
@@ -200,6 +209,7 @@ class TFJobSensor(BaseSensorOperator):
         if outcome.status == "failed" and outcome.verdict is not None:
             report = gather_failure_report(self.hook.client, outcome, log_tail_lines=self.log_tail_lines)
             self.log.error("%s", report)
+            context["ti"].xcom_push(key=XCOM_FAILURE, value=failure_summary(outcome, report))
             error = failure_exception(outcome)
         elif outcome.status == "timeout":
             error = AirflowSensorTimeout(

@@ -186,9 +186,9 @@ class TFJobTrigger(BaseTrigger):
             tfjob, pods = await self._read(client)
             return target.judge(tfjob, pods, now=utc_now())
         outcome = target.judge(snapshot.tfjob, snapshot.pods, now=utc_now(), deleted=snapshot.deleted)
-        if target.needs_confirmation(outcome):
+        if outcome is not None and target.needs_confirmation(outcome):
             tfjob, pods = await self._read(client)
-            outcome = target.judge(tfjob, pods, now=utc_now())
+            return target.confirm(outcome, tfjob, pods, now=utc_now())
         return outcome
 
     async def _read(self, client: AsyncTFJobClient) -> tuple[dict[str, Any] | None, Sequence[dict[str, Any]]]:
