@@ -28,10 +28,32 @@ def get_provider_info() -> dict[str, Any]:
                 "tags": ["software"],
             }
         ],
-        "hooks": [],
-        "operators": [],
-        "sensors": [],
-        "triggers": [],
+        "hooks": [{"integration-name": "Kubeflow TFJob", "python-modules": ["tfjob_provider.hooks.tfjob"]}],
+        "operators": [
+            {"integration-name": "Kubeflow TFJob", "python-modules": ["tfjob_provider.operators.tfjob"]}
+        ],
+        "sensors": [
+            {"integration-name": "Kubeflow TFJob", "python-modules": ["tfjob_provider.sensors.tfjob"]}
+        ],
+        "triggers": [
+            {"integration-name": "Kubeflow TFJob", "python-modules": ["tfjob_provider.triggers.tfjob"]}
+        ],
+        # The hook uses the cncf-kubernetes provider's "kubernetes" connection type; nothing to add.
         "connection-types": [],
-        "extra-links": [],
+        "extra-links": ["tfjob_provider.links.TFJobLink"],
+        "config": {
+            "tfjob_provider": {
+                "description": "Settings of the Kubeflow TFJob provider.",
+                "options": {
+                    "dashboard_url_template": {
+                        "description": "URL of the 'TFJob' extra link of TFJobOperator and TFJobSensor, "
+                        "with {namespace}, {name} and {uid} placeholders. Empty: no link.",
+                        "version_added": "0.1.0",
+                        "type": "string",
+                        "example": "https://kubeflow.example.com/_/tfjobs/{namespace}/{name}",
+                        "default": "",
+                    }
+                },
+            }
+        },
     }
