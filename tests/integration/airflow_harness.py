@@ -114,3 +114,28 @@ def xcom_value(outcome: RunOutcome, task_id: str, key: str = "return_value", map
             .one_or_none()
         )
         return None if row is None else XComModel.deserialize_value(row)
+
+
+def start_dag_in_child(
+    path: Path, dag_id: str, *, logical_date: Any, output: Path
+) -> subprocess.Popen[bytes]:
+    """Run ``dag.test(logical_date=…, run_after=…)`` in a child process (same AIRFLOW_HOME, same env).
+
+    For tests that kill the process running a task mid-flight and then run the same task instance
+    again in the test process: pass the same ``logical_date`` to :func:`run_dag` (as both
+    ``logical_date`` and ``run_after``) to get the same run id.  The child's output goes to ``output``.
+    """
+    script = (
+        "import sys, datetime\n"
+        "from tests.integration.airflow_harness import load_dag, run_dag\n"
+        f"moment = datetime.datetime.fromisoformat({logical_date.isoformat()!r})\n"
+        f"run_dag(load_dag(__import__('pathlib').Path({str(path)!r}), {dag_id!r}), "
+        "logical_date=moment, run_after=moment)\n"
+    )
+    with output.open("wb") as sink:
+        return subprocess.Popen(
+            [sys.executable, "-c", script],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            cwd=Path(__file__).parents[2],
+        )

@@ -3,7 +3,7 @@
 One DAG holds one task per (failing replica, restart policy) case; each task's TFJob has a Chief
 that would train for half a minute, so the failing replica decides.  A permanent failure must
 fail the task on its first try although it may retry (AirflowFailException); a retryable one
-must use its retry.  The culprit-first report (also in XCom ``tfjob_failure``) must name the
+must use its retries.  The culprit-first report (also in XCom ``tfjob_failure``) must name the
 failing replica and show what it printed.
 """
 
@@ -16,7 +16,7 @@ from tests.integration.airflow_harness import load_dag, run_dag, write_dag_file,
 
 SLEEP = ["python", "-c", "import time; time.sleep(30)"]
 
-#: (task id, replica parameter, restart policy, exit code, expected try number with retries=1)
+#: (task id, replica parameter, restart policy, exit code, expected try number with retries=2)
 CASES = [
     ("chief_never", "chief", "Never", 3, 1),
     ("chief_exitcode", "chief", "ExitCode", 3, 1),
@@ -33,8 +33,8 @@ CASES = [
     ("worker_exitcode", "worker", "ExitCode", 1, 1),
     ("worker_onfailure", "worker", "OnFailure", 1, 1),
     ("worker_always", "worker", "Always", 1, 1),
-    # A signal is retryable: the task uses its retry (and fails again, the command never changes).
-    ("ps_never_sigkill", "ps", "Never", 137, 2),
+    # A signal is retryable: the task uses its retries (and fails again, the command never changes).
+    ("ps_never_sigkill", "ps", "Never", 137, 3),
 ]
 
 DAG_SOURCE = """
@@ -57,7 +57,7 @@ with DAG("replica_failures", schedule=None, start_date=datetime.datetime(2024, 1
         }}
         TFJobOperator(
             task_id=task_id,
-            retries=1,
+            retries=2,
             image="python:3.11",
             command=SLEEP,
             backoff_limit=1,

@@ -1,0 +1,88 @@
+"""Killing a task stops its training: ``on_kill`` in the worker, the trigger's ``on_kill`` when deferred."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import threading
+from pathlib import Path
+from typing import Any
+
+from tests.integration.airflow_harness import load_dag, run_dag, write_dag_file
+from tests.integration.cluster_queries import running_pods_of_dag, tfjobs_of_dag
+from tests.integration.trigger_helpers import delete_tfjob, submit_tfjob, tfjob_exists
+from tfjob_provider.hooks.tfjob import close_async_clients
+from tfjob_provider.sandbox.testing import unique_name, wait_for
+from tfjob_provider.triggers.tfjob import TFJobTrigger
+
+NEVER_ENDS = ["python", "-c", "import time; time.sleep(600)"]
+
+DAG_SOURCE = """
+from __future__ import annotations
+import datetime
+from airflow.sdk import DAG
+from tfjob_provider.operators.tfjob import TFJobOperator
+
+with DAG("kill_in_worker", schedule=None, start_date=datetime.datetime(2024, 1, 1)) as dag:
+    TFJobOperator(
+        task_id="train", image="python:3.11", command={command!r}, chief=1, worker=1, poll_interval=1
+    )
+"""
+
+
+def test_sigterm_to_the_worker_runs_on_kill_and_deletes_the_tfjob(cluster: Any, dags_folder: Path) -> None:
+    path = write_dag_file(dags_folder, "kill_in_worker", DAG_SOURCE.format(command=NEVER_ENDS))
+    before = signal.getsignal(signal.SIGTERM)
+
+    def terminate_once_training() -> None:
+        wait_for(lambda: running_pods_of_dag(cluster, "kill_in_worker"), timeout=90, what="training running")
+        os.kill(os.getpid(), signal.SIGTERM)  # what the supervisor sends a task it kills
+
+    killer = threading.Thread(target=terminate_once_training, daemon=True)
+    killer.start()
+    try:
+        outcome = run_dag(load_dag(path, "kill_in_worker"))
+    finally:
+        killer.join(5)
+        signal.signal(signal.SIGTERM, before)  # the task runner's handler must not outlive the task
+    assert outcome.task("train").state == "failed"
+    wait_for(lambda: not tfjobs_of_dag(cluster, "kill_in_worker"), timeout=30, what="TFJob deleted")
+
+
+def test_the_triggers_on_kill_deletes_the_tfjob_when_a_user_kills_the_deferred_task(cluster: Any) -> None:
+    from airflow.jobs.triggerer_job_runner import _USER_ACTION_CANCEL_MSG
+
+    name = unique_name("killed")
+    uid = submit_tfjob(name, command=NEVER_ENDS)
+    trigger = TFJobTrigger(name=name, namespace="default", uid=uid, poll_interval=1)
+
+    async def kill_like_the_triggerer() -> None:
+        running = asyncio.ensure_future(anext(trigger.run()))
+        await asyncio.sleep(1.5)
+        assert not running.done()  # still waiting: the training never ends by itself
+        running.cancel(_USER_ACTION_CANCEL_MSG)  # mark failed / clear / mark success in the UI
+        try:
+            await running
+        except asyncio.CancelledError:
+            await trigger.on_kill()  # what TriggerRunner does for a user's kill (Airflow >= 3.3)
+        await close_async_clients()
+
+    asyncio.run(kill_like_the_triggerer())
+    wait_for(lambda: not tfjob_exists(name), timeout=30, what="TFJob deleted")
+
+
+def test_the_trigger_keeps_the_tfjob_when_cancel_on_kill_is_off(cluster: Any) -> None:
+    name = unique_name("kept")
+    uid = submit_tfjob(name, command=NEVER_ENDS)
+    trigger = TFJobTrigger(name=name, namespace="default", uid=uid, poll_interval=1, cancel_on_kill=False)
+
+    async def kill() -> None:
+        await trigger.on_kill()
+        await close_async_clients()
+
+    try:
+        asyncio.run(kill())
+        assert tfjob_exists(name)
+    finally:
+        delete_tfjob(name)
