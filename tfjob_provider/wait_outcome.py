@@ -305,12 +305,15 @@ class WaitTarget:
         if self.uid is not None and current_uid is not None and current_uid != self.uid:
             return self.deleted(replaced_by=current_uid)
         verdict = decide(tfjob, pods, now=now, rules=self.effective_rules())
+        if _metadata(tfjob).get("deletionTimestamp") and not (verdict.terminal and verdict.operator_finished):
+            # Being deleted: its pods are killed *because of* the deletion (and a chief that exits
+            # 0 on SIGTERM would look like success), so only an outcome the training operator had
+            # written before the deletion (e.g. Succeeded, then ttlSecondsAfterFinished) stands.
+            return self.deleted()
         if verdict.state is VerdictState.SUCCEEDED:
             return self._outcome("success", verdict.message, tfjob=tfjob, verdict=verdict, pods=pods)
         if verdict.state is VerdictState.FAILED:
             return self._outcome("failed", verdict.message, tfjob=tfjob, verdict=verdict, pods=pods)
-        if _metadata(tfjob).get("deletionTimestamp"):
-            return self.deleted()
         waited = self._seconds_since_creation(tfjob, now)
         if (
             verdict.state is VerdictState.PENDING

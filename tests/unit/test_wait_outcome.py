@@ -67,13 +67,26 @@ def test_a_replacement_under_the_same_name_counts_as_deleted() -> None:
     assert "replaced by another TFJob (uid another-uid)" in outcome.message
 
 
-def test_a_tfjob_being_deleted_ends_the_wait_unless_it_already_finished() -> None:
+def test_a_tfjob_being_deleted_ends_the_wait_unless_the_operator_had_finished_it() -> None:
     job = make_tfjob({"Chief": 1, "Worker": 1})
     job["metadata"]["deletionTimestamp"] = "2025-03-01T11:59:59Z"
     running = target().judge(job, [make_pod("Chief"), make_pod("Worker")], now=NOW)
     assert (
         running is not None and running.verdict is not None and running.verdict.reason == REASON_TFJOB_DELETED
     )
+    # Foreground deletion kills the pods first: that is not a replica failure...
+    killed = target().judge(
+        job, [make_pod("Chief", deleting=True), make_pod("Worker", deleting=True)], now=NOW
+    )
+    assert killed is not None and killed.verdict is not None and killed.verdict.reason == REASON_TFJOB_DELETED
+    # ...and a chief exiting 0 on SIGTERM is not a success.
+    graceful = target().judge(job, [make_pod("Chief", phase="Succeeded"), make_pod("Worker")], now=NOW)
+    assert (
+        graceful is not None
+        and graceful.verdict is not None
+        and graceful.verdict.reason == REASON_TFJOB_DELETED
+    )
+    job["status"]["conditions"].append(condition("Succeeded"))  # finished, then ttlSecondsAfterFinished
     done = target().judge(job, [make_pod("Chief", phase="Succeeded"), make_pod("Worker")], now=NOW)
     assert done is not None and done.status == "success"
 
