@@ -4,9 +4,10 @@ Why: a TFJob pod that the operator recreates (``ExitCode`` policy) or a TFJob th
 retry resubmits starts the program from scratch; only what it left on shared storage survives.
 Each training replica keeps one small JSON file, ``<type>-<index>.json`` (last finished step and
 its loss), written atomically (temporary file + rename) so a kill mid-write never leaves a torn
-checkpoint.  Two kinds of marker files live next to them: ``failed-<replica>-step-<n>`` (the
-replica already crashed there on purpose — see ``--fail-once``) and ``DONE`` (the chief finished;
-parameter servers and evaluators may stop).
+checkpoint.  Marker files live next to them: ``failed-<replica>-step-<n>`` (the replica already
+crashed there on purpose — see ``--fail-once``), ``finished-<replica>`` (a worker trained every
+step; with ``--sync-replicas`` the chief waits for these before it exits) and ``DONE`` (the chief
+finished; parameter servers and evaluators may stop).
 """
 
 from __future__ import annotations
@@ -74,6 +75,11 @@ class CheckpointStore:
             return
         self.directory.mkdir(parents=True, exist_ok=True)
         self._path(name).touch()
+
+
+def finished_marker(replica: str) -> str:
+    """Name of the marker a worker leaves when it has trained every step and is about to exit."""
+    return f"finished-{replica}"
 
 
 def failure_marker(replica: str, step: int) -> str:

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TextIO
 
-from trainer.checkpoints import DONE_MARKER, Checkpoint, CheckpointStore
+from trainer.checkpoints import DONE_MARKER, Checkpoint, CheckpointStore, finished_marker
 from trainer.failures import remember_failure, should_fail
 from trainer.options import TrainerOptions
 from trainer.tf_config import ClusterRole
@@ -65,6 +65,33 @@ def training_peers(role: ClusterRole) -> list[str]:
     ]
 
 
+def wait_until_done(
+    behind: Callable[[], list[str]],
+    *,
+    what: str,
+    timeout: float,
+    log: ReplicaLog,
+    sleep: Sleep,
+    clock: Callable[[], float],
+) -> str | None:
+    """Poll ``behind()`` (the peers not there yet) until it is empty; None, or the first peer still
+    behind after ``timeout`` seconds.  Waits longer than :data:`NOTABLE_WAIT_SECONDS` are logged (a
+    peer being recreated, or stuck); the usual jitter between replicas is not."""
+    started = clock()
+    announced = False
+    while True:
+        missing = behind()
+        if not missing:
+            return None
+        waited = clock() - started
+        if waited >= timeout:
+            return missing[0]
+        if not announced and waited >= NOTABLE_WAIT_SECONDS:
+            log(f"waiting for {', '.join(missing)} to {what} (synchronous training)")
+            announced = True
+        sleep(0.1)
+
+
 def wait_for_peers(
     step: int,
     peers: list[str],
@@ -75,22 +102,14 @@ def wait_for_peers(
     sleep: Sleep,
     clock: Callable[[], float],
 ) -> str | None:
-    """Block until every peer has checkpointed ``step - 1``; None, or the first peer still behind
-    when ``timeout`` seconds have passed.  Waits longer than :data:`NOTABLE_WAIT_SECONDS` are
-    logged (a peer being recreated); the usual jitter between replicas is not."""
-    started = clock()
-    announced = False
-    while True:
-        behind = [peer for peer in peers if (store.load(peer) or Checkpoint(0, 0.0)).step < step - 1]
-        if not behind:
-            return None
-        waited = clock() - started
-        if waited >= timeout:
-            return behind[0]
-        if not announced and waited >= NOTABLE_WAIT_SECONDS:
-            log(f"waiting for {', '.join(behind)} to finish step {step - 1} (synchronous training)")
-            announced = True
-        sleep(0.1)
+    """Block until every peer has checkpointed ``step - 1`` (see :func:`wait_until_done`)."""
+
+    def behind() -> list[str]:
+        return [peer for peer in peers if (store.load(peer) or Checkpoint(0, 0.0)).step < step - 1]
+
+    return wait_until_done(
+        behind, what=f"finish step {step - 1}", timeout=timeout, log=log, sleep=sleep, clock=clock
+    )
 
 
 def train(
@@ -132,6 +151,31 @@ def train(
             log(f"stop file {options.stop_file} found: ending training after step {step}")
             stopped_early = True
             break
+    if peers and not stopped_early:
+        # The last step ends with a collective too: nobody leaves before everyone has finished it.
+        straggler = wait_for_peers(
+            options.steps + 1,
+            peers,
+            store=store,
+            timeout=options.sync_timeout,
+            log=log,
+            sleep=sleep,
+            clock=clock,
+        )
+        if straggler is None and role.is_chief:
+            # The chief leaves last: its exit decides the job, and the training operator then stops
+            # every replica still running — which must not be a worker about to finish.
+            def not_finished() -> list[str]:
+                return [peer for peer in peers if not store.has_marker(finished_marker(peer))]
+
+            straggler = wait_until_done(
+                not_finished, what="exit", timeout=options.sync_timeout, log=log, sleep=sleep, clock=clock
+            )
+        elif straggler is None:
+            store.set_marker(finished_marker(role.tag))
+        if straggler is not None:
+            log(f"{straggler} did not finish the last step within {options.sync_timeout:.0f}s: giving up")
+            return SYNC_TIMEOUT_EXIT
     if role.is_chief:
         store.set_marker(DONE_MARKER)
     final = f"{loss:.4f}" if loss is not None else "n/a"

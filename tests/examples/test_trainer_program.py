@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import trainer.tensorflow_training
-from trainer.checkpoints import DONE_MARKER, Checkpoint, CheckpointStore
+from trainer.checkpoints import DONE_MARKER, Checkpoint, CheckpointStore, finished_marker
 from trainer.options import TrainerOptions
 from trainer.program import main
 from trainer.tf_config import ClusterRole
@@ -207,14 +207,16 @@ def test_synchronous_training_waits_for_a_restarted_peer(tmp_path: Path) -> None
     """The chief may not start step 3 until worker 1, recreated after a crash, has finished step 2."""
     store = CheckpointStore(tmp_path)
     store.save("worker-0", Checkpoint(step=4, loss=0.1))
+    store.set_marker(finished_marker("worker-0"))
     store.save("worker-1", Checkpoint(step=1, loss=1.0))
     out = io.StringIO()
     waits: list[float] = []
 
     def sleep(seconds: float) -> None:
         waits.append(seconds)
-        if len(waits) == 5:  # worker 1 catches up while the chief waits
+        if len(waits) == 5:  # worker 1 catches up while the chief waits, and finishes
             store.save("worker-1", Checkpoint(step=4, loss=0.2))
+            store.set_marker(finished_marker("worker-1"))
 
     options = TrainerOptions(steps=4, step_seconds=0.0, checkpoint_dir=tmp_path, sync_replicas=True)
     cluster = {"chief": {0: "c"}, "worker": {0: "a", 1: "b"}}
@@ -257,3 +259,52 @@ def test_synchronous_training_gives_up_after_the_timeout(tmp_path: Path) -> None
     assert (
         out.getvalue().splitlines()[-1] == "[worker-0] worker-1 did not finish step 1 within 10s: giving up"
     )
+
+
+def test_synchronous_training_ends_with_a_barrier_on_the_last_step(tmp_path: Path) -> None:
+    """The chief does not exit (and end the TFJob) while a worker is still in the last step."""
+    store = CheckpointStore(tmp_path)
+    store.save("worker-0", Checkpoint(step=1, loss=1.0))
+    out = io.StringIO()
+    polls: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        polls.append(seconds)
+        if len(polls) == 3:
+            store.save("worker-0", Checkpoint(step=2, loss=0.5))
+        if len(polls) == 5:
+            store.set_marker(finished_marker("worker-0"))
+
+    options = TrainerOptions(steps=2, step_seconds=0.0, checkpoint_dir=tmp_path, sync_replicas=True)
+    status = train(
+        options,
+        ClusterRole("chief", 0, {"chief": {0: "c"}, "worker": {0: "a"}}),
+        store=store,
+        environ={},
+        log=ReplicaLog("chief-0", out),
+        sleep=sleep,
+        clock=lambda: 0.0,
+    )
+    assert status == 0
+    assert polls == [0.0, 0.0, 0.1, 0.1, 0.1], "two steps; worker 0 finishes step 2, then exits"
+    assert (tmp_path / DONE_MARKER).exists()
+
+
+def test_a_synchronous_worker_leaves_its_finished_marker_and_never_waits_for_the_chief_to_exit(
+    tmp_path: Path,
+) -> None:
+    store = CheckpointStore(tmp_path)
+    store.save("chief-0", Checkpoint(step=2, loss=0.5))
+    options = TrainerOptions(steps=2, step_seconds=0.0, checkpoint_dir=tmp_path, sync_replicas=True)
+    status = train(
+        options,
+        ClusterRole("worker", 0, {"chief": {0: "c"}, "worker": {0: "a"}}),
+        store=store,
+        environ={},
+        log=ReplicaLog("worker-0", io.StringIO()),
+        sleep=lambda _: None,
+        clock=lambda: 0.0,
+    )
+    assert status == 0
+    assert store.has_marker(finished_marker("worker-0"))
+    assert not store.has_marker(DONE_MARKER)
