@@ -7,6 +7,7 @@ Exit status 0 when every scenario ended as expected and no process was left behi
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,6 +15,10 @@ from pathlib import Path
 from tfjob_provider.demo.airflow_setup import EXAMPLE_DAGS, REPOSITORY
 from tfjob_provider.demo.runner import DemoSettings, run_demo
 from tfjob_provider.demo.scenarios import SCENARIOS
+
+
+def _exit_on_sigterm(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -42,6 +47,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    # SIGTERM (e.g. a CI timeout) unwinds like Ctrl-C, so every process the demo started is stopped.
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     scenarios = [scenario for scenario in SCENARIOS if not args.only or scenario.key in args.only]
     report = run_demo(DemoSettings(workdir=args.workdir, step_seconds=args.step_seconds, scenarios=scenarios))
     print(report.summary, flush=True)
