@@ -24,7 +24,7 @@ import shutil
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -51,6 +51,7 @@ from tfjob_provider.demo.sandbox_process import start_sandbox
 from tfjob_provider.demo.scenarios import SCENARIOS, Attempt, Evidence, Scenario, evaluate
 from tfjob_provider.demo.summary import ScenarioResult, render_summary
 from tfjob_provider.naming import job_name_for
+from tfjob_provider.operators._conclusion import XCOM_FAILURE
 
 #: Seconds between retries: Airflow's default is 300; the demo shows the retry, not the wait.
 DEMO_RETRY_DELAY = "1"
@@ -111,52 +112,58 @@ def _say(out: TextIO, text: str) -> None:
 def _attempts(
     scenario: Scenario, *, run: DagTestRun, run_id: str, observer: ClusterObserver, result: Any
 ) -> tuple[list[Attempt], list[str]]:
-    """The TFJobs the scenario's submitting task created, each with its verdict."""
+    """The TFJobs the scenario's submitting task created, each with its verdict.
+
+    A success's verdict is the ``return_value``; the last failure's is the ``tfjob_failure`` XCom;
+    earlier tries' XComs are cleared when Airflow retries, so their verdicts come from the
+    exceptions in the log (in order: one per failed try).
+    """
     submitting = scenario.submitting_task
-    name = read_xcom(
-        run.database, dag_id=scenario.dag_id, run_id=run_id, task_id=submitting, key="tfjob_name"
-    ) or job_name_for(dag_id=scenario.dag_id, task_id=submitting, run_id=run_id, map_index=-1)
-    failures: list[LoggedVerdict] = [
-        verdict
-        for verdict in logged_failures(run.log_path.read_text(errors="replace"))
-        if verdict.job == name
-    ]
+
+    def xcom(key: str, task_id: str = scenario.task_id) -> Any:
+        return read_xcom(run.database, dag_id=scenario.dag_id, run_id=run_id, task_id=task_id, key=key)
+
+    name = xcom("tfjob_name", submitting) or job_name_for(
+        dag_id=scenario.dag_id, task_id=submitting, run_id=run_id, map_index=-1
+    )
+    last_failure = xcom(XCOM_FAILURE)
+    log_text = run.log_path.read_text(errors="replace") if run.log_path.exists() else ""
+    logged: list[LoggedVerdict] = [verdict for verdict in logged_failures(log_text) if verdict.job == name]
     attempts: list[Attempt] = []
-    problems: list[str] = []
     for job in observer.jobs_named(name):
         annotated = job.annotations.get(ANNOTATION_TRY_NUMBER)
-        try_number = int(annotated) if annotated and annotated.isdigit() else None
-        rows = observer.replica_rows(job.uid)
+        seen = Attempt(
+            job=job,
+            try_number=int(annotated) if annotated and annotated.isdigit() else None,
+            rows=observer.replica_rows(job.uid),
+            message="no verdict was reported",
+        )
         if isinstance(result, dict) and result.get("uid") == job.uid:
-            attempts.append(
-                Attempt(
-                    job=job,
-                    try_number=try_number,
-                    rows=rows,
-                    state=str(result.get("state")),
-                    reason=str(result.get("reason")),
-                    message=str(result.get("message")),
-                )
+            seen = replace(
+                seen,
+                state=str(result.get("state")),
+                reason=str(result.get("reason")),
+                message=str(result.get("message")),
             )
-        elif failures:
-            failure = failures.pop(0)
-            attempts.append(
-                Attempt(
-                    job=job,
-                    try_number=try_number,
-                    rows=rows,
-                    state="Failed",
-                    reason=failure.reason,
-                    kind=failure.kind,
-                    message=failure.message,
-                )
+        elif isinstance(last_failure, dict) and last_failure.get("uid") == job.uid:
+            if logged:
+                logged.pop(0)  # the same failure, logged too
+            seen = replace(
+                seen,
+                state="Failed",
+                reason=str(last_failure.get("reason")),
+                kind="retryable" if last_failure.get("retryable") else "permanent",
+                message=str(last_failure.get("message")),
             )
-        else:
-            attempts.append(
-                Attempt(job=job, try_number=try_number, rows=rows, message="no verdict was reported")
+        elif logged:
+            verdict = logged.pop(0)
+            seen = replace(
+                seen, state="Failed", reason=verdict.reason, kind=verdict.kind, message=verdict.message
             )
-    if failures:
-        problems.append(f"{len(failures)} failure verdict(s) in the log match no TFJob the cluster showed")
+        attempts.append(seen)
+    problems = (
+        [f"{len(logged)} failure verdict(s) in the log match no TFJob the cluster showed"] if logged else []
+    )
     return attempts, problems
 
 
