@@ -24,11 +24,10 @@ import shutil
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from tfjob_provider.constants import ANNOTATION_TRY_NUMBER
 from tfjob_provider.demo.airflow_setup import (
     EXAMPLE_DAGS,
     airflow_cli,
@@ -38,7 +37,7 @@ from tfjob_provider.demo.airflow_setup import (
     migrate_database,
 )
 from tfjob_provider.demo.observer import ClusterObserver
-from tfjob_provider.demo.outcomes import LoggedVerdict, logged_failures, read_run, read_xcom
+from tfjob_provider.demo.outcomes import read_run, read_xcom
 from tfjob_provider.demo.processes import (
     RUN_MARKER,
     ManagedProcess,
@@ -48,7 +47,7 @@ from tfjob_provider.demo.processes import (
     no_process_left_behind,
 )
 from tfjob_provider.demo.sandbox_process import start_sandbox
-from tfjob_provider.demo.scenarios import SCENARIOS, Attempt, Evidence, Scenario, evaluate
+from tfjob_provider.demo.scenarios import SCENARIOS, Attempt, Evidence, Scenario, build_attempts, evaluate
 from tfjob_provider.demo.summary import ScenarioResult, render_summary
 from tfjob_provider.naming import job_name_for
 from tfjob_provider.operators._conclusion import XCOM_FAILURE
@@ -112,59 +111,20 @@ def _say(out: TextIO, text: str) -> None:
 def _attempts(
     scenario: Scenario, *, run: DagTestRun, run_id: str, observer: ClusterObserver, result: Any
 ) -> tuple[list[Attempt], list[str]]:
-    """The TFJobs the scenario's submitting task created, each with its verdict.
-
-    A success's verdict is the ``return_value``; the last failure's is the ``tfjob_failure`` XCom;
-    earlier tries' XComs are cleared when Airflow retries, so their verdicts come from the
-    exceptions in the log (in order: one per failed try).
-    """
-    submitting = scenario.submitting_task
+    """The TFJobs the scenario's submitting task created, each with its verdict (see
+    :func:`~tfjob_provider.demo.scenarios.build_attempts`)."""
 
     def xcom(key: str, task_id: str = scenario.task_id) -> Any:
         return read_xcom(run.database, dag_id=scenario.dag_id, run_id=run_id, task_id=task_id, key=key)
 
+    submitting = scenario.submitting_task
     name = xcom("tfjob_name", submitting) or job_name_for(
         dag_id=scenario.dag_id, task_id=submitting, run_id=run_id, map_index=-1
     )
-    last_failure = xcom(XCOM_FAILURE)
     log_text = run.log_path.read_text(errors="replace") if run.log_path.exists() else ""
-    logged: list[LoggedVerdict] = [verdict for verdict in logged_failures(log_text) if verdict.job == name]
-    attempts: list[Attempt] = []
-    for job in observer.jobs_named(name):
-        annotated = job.annotations.get(ANNOTATION_TRY_NUMBER)
-        seen = Attempt(
-            job=job,
-            try_number=int(annotated) if annotated and annotated.isdigit() else None,
-            rows=observer.replica_rows(job.uid),
-            message="no verdict was reported",
-        )
-        if isinstance(result, dict) and result.get("uid") == job.uid:
-            seen = replace(
-                seen,
-                state=str(result.get("state")),
-                reason=str(result.get("reason")),
-                message=str(result.get("message")),
-            )
-        elif isinstance(last_failure, dict) and last_failure.get("uid") == job.uid:
-            if logged:
-                logged.pop(0)  # the same failure, logged too
-            seen = replace(
-                seen,
-                state="Failed",
-                reason=str(last_failure.get("reason")),
-                kind="retryable" if last_failure.get("retryable") else "permanent",
-                message=str(last_failure.get("message")),
-            )
-        elif logged:
-            verdict = logged.pop(0)
-            seen = replace(
-                seen, state="Failed", reason=verdict.reason, kind=verdict.kind, message=verdict.message
-            )
-        attempts.append(seen)
-    problems = (
-        [f"{len(logged)} failure verdict(s) in the log match no TFJob the cluster showed"] if logged else []
+    return build_attempts(
+        observer, job_name=str(name), result=result, last_failure=xcom(XCOM_FAILURE), log_text=log_text
     )
-    return attempts, problems
 
 
 def gather_evidence(

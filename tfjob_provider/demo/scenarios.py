@@ -12,11 +12,12 @@ and lists every difference.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from tfjob_provider.demo.observer import ReplicaRow, TFJobRecord
-from tfjob_provider.demo.outcomes import RunRecord, TaskRecord
+from tfjob_provider.constants import ANNOTATION_TRY_NUMBER
+from tfjob_provider.demo.observer import ClusterObserver, ReplicaRow, TFJobRecord
+from tfjob_provider.demo.outcomes import LoggedVerdict, RunRecord, TaskRecord, logged_failures
 
 
 @dataclass(frozen=True)
@@ -265,6 +266,62 @@ SCENARIOS: tuple[Scenario, ...] = (
         checks=(replica_exits(0, "Worker", 1, [137]), distinct_jobs),
     ),
 )
+
+
+def build_attempts(
+    observer: ClusterObserver,
+    *,
+    job_name: str,
+    result: Any,
+    last_failure: Any,
+    log_text: str,
+) -> tuple[list[Attempt], list[str]]:
+    """Every TFJob the observer saw under ``job_name``, oldest first, each with its verdict.
+
+    A success's verdict is the task's ``return_value`` (``result``); the last failure's is its
+    ``tfjob_failure`` XCom (``last_failure``); Airflow clears a task's XComs when it retries it, so
+    earlier failures' verdicts come from the exceptions in ``log_text`` (one per failed try, in
+    order).  Returns the attempts and any inconsistency (a logged failure no TFJob accounts for).
+    """
+    logged: list[LoggedVerdict] = [
+        verdict for verdict in logged_failures(log_text) if verdict.job == job_name
+    ]
+    attempts: list[Attempt] = []
+    for job in observer.jobs_named(job_name):
+        annotated = job.annotations.get(ANNOTATION_TRY_NUMBER)
+        seen = Attempt(
+            job=job,
+            try_number=int(annotated) if annotated and annotated.isdigit() else None,
+            rows=observer.replica_rows(job.uid),
+            message="no verdict was reported",
+        )
+        if isinstance(result, dict) and result.get("uid") == job.uid:
+            seen = replace(
+                seen,
+                state=str(result.get("state")),
+                reason=str(result.get("reason")),
+                message=str(result.get("message")),
+            )
+        elif isinstance(last_failure, dict) and last_failure.get("uid") == job.uid:
+            if logged:
+                logged.pop()  # the same failure, logged too (the last one)
+            seen = replace(
+                seen,
+                state="Failed",
+                reason=str(last_failure.get("reason")),
+                kind="retryable" if last_failure.get("retryable") else "permanent",
+                message=str(last_failure.get("message")),
+            )
+        elif logged:
+            verdict = logged.pop(0)
+            seen = replace(
+                seen, state="Failed", reason=verdict.reason, kind=verdict.kind, message=verdict.message
+            )
+        attempts.append(seen)
+    problems = (
+        [f"{len(logged)} failure verdict(s) in the log match no TFJob the cluster showed"] if logged else []
+    )
+    return attempts, problems
 
 
 def evaluate(evidence: Evidence) -> list[str]:

@@ -1,0 +1,90 @@
+"""The full stack for the end-to-end tests: the sandbox CLI, Airflow's four components, an observer.
+
+One stack per test module: starting Airflow's processes costs half a minute on two cores.  The
+example DAGs are triggered as soon as they are parsed, so they run while the fault tests do their
+work; the test that checks their outcomes waits for them.  On the way out — passing or failing —
+every process is stopped by PID, and anything of the run still alive afterwards (found by the run
+marker or by working inside the run's directory) is killed and fails the module.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.airflow_stack import AirflowStack
+from tfjob_provider.demo.airflow_setup import EXAMPLE_DAGS, example_variables
+from tfjob_provider.demo.observer import ClusterObserver
+from tfjob_provider.demo.processes import (
+    ProcessGroupSet,
+    StrayProcess,
+    new_run_marker,
+    no_process_left_behind,
+)
+from tfjob_provider.demo.sandbox_process import RunningSandbox, start_sandbox
+from tfjob_provider.demo.scenarios import SCENARIOS
+
+E2E_DAGS = Path(__file__).with_name("e2e_dags.py")
+EXAMPLE_DAG_IDS = tuple(dict.fromkeys(scenario.dag_id for scenario in SCENARIOS))
+E2E_DAG_IDS = ("e2e_triggerer_restart", "e2e_worker_killed", "e2e_killed_while_deferred")
+
+
+@dataclass
+class FullStack:
+    root: Path
+    sandbox: RunningSandbox
+    airflow: AirflowStack
+    observer: ClusterObserver
+    logical_date: str
+    example_runs: dict[str, str] = field(default_factory=dict)
+
+    def stop_file(self, name: str) -> Path:
+        """A fresh path whose creation lets a held TFJob finish."""
+        directory = self.root / "stops"
+        directory.mkdir(exist_ok=True)
+        return directory / name
+
+
+@pytest.fixture(scope="module")
+def full_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FullStack]:
+    root = tmp_path_factory.mktemp("e2e")
+    marker = new_run_marker()
+    strays: list[StrayProcess] = []
+    with (
+        no_process_left_behind(marker=marker, directory=root, report=strays),
+        ProcessGroupSet(marker=marker) as processes,
+    ):
+        sandbox = start_sandbox(processes, directory=root / "sandbox", env=dict(os.environ))
+        dags = root / "dags"
+        shutil.copytree(EXAMPLE_DAGS, dags, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copyfile(E2E_DAGS, dags / E2E_DAGS.name)
+        stack = AirflowStack(
+            root / "airflow",
+            processes=processes,
+            dags_folder=dags,
+            connection_uri=sandbox.connection_uri,
+            extra_env=example_variables(checkpoint_dir=root / "checkpoints", step_seconds=0.25),
+        )
+        stack.migrate()
+        stack.start_all()
+        with ClusterObserver(sandbox.kubeconfig) as observer:
+            stack.wait_until_healthy()
+            stack.wait_for_dags(EXAMPLE_DAG_IDS + E2E_DAG_IDS)
+            logical_date = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+            full = FullStack(
+                root=root,
+                sandbox=sandbox,
+                airflow=stack,
+                observer=observer,
+                logical_date=logical_date.date().isoformat(),
+            )
+            for dag_id in EXAMPLE_DAG_IDS:
+                full.example_runs[dag_id] = stack.rest.trigger(dag_id, logical_date=logical_date.isoformat())
+            yield full
+    assert strays == [], f"processes left behind (killed now): {strays}"

@@ -1,0 +1,192 @@
+"""The provider under the full Airflow stack: api-server, scheduler (LocalExecutor), dag-processor, triggerer.
+
+Everything goes through the public interfaces: DAG runs are triggered and tasks marked failed
+through the REST API (``/api/v2``, simple auth manager token), tasks run in the LocalExecutor's
+supervised processes, deferred tasks wait in the real triggerer process, the cluster is the
+sandbox CLI reached through ``kubernetes_default``.  An independent observer watches TFJobs and
+pods, so "the TFJob was never deleted" and "one TFJob, same UID" are facts seen on the cluster,
+not the provider's own account.
+
+The fault tests use held TFJobs (``e2e_dags.py``): they train until the test creates the run's
+stop file, so each fault is injected while the task is provably waiting.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import FullStack
+from tfjob_provider.demo.observer import TFJobRecord
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+
+WAIT = 180.0
+
+
+def trigger_held(full_stack: FullStack, dag_id: str) -> tuple[str, Path]:
+    stop = full_stack.stop_file(dag_id)
+    run_id = full_stack.airflow.rest.trigger(
+        dag_id, logical_date=f"{full_stack.logical_date}T00:00:00Z", conf={"stop_file": str(stop)}
+    )
+    return run_id, stop
+
+
+def running_tfjob(full_stack: FullStack, dag_id: str, run_id: str) -> TFJobRecord:
+    """Wait until the task's TFJob exists and its chief and worker pods run; return it."""
+    rest, observer = full_stack.airflow.rest, full_stack.observer
+
+    def name() -> str | None:
+        value = rest.xcom(dag_id, run_id, "train", "tfjob_name")
+        return str(value) if value else None
+
+    job_name = observer.wait_for(name, timeout=WAIT, what=f"{dag_id}: the tfjob_name XCom")
+
+    def running() -> TFJobRecord | None:
+        jobs = observer.jobs_named(job_name)
+        if not jobs:
+            return None
+        rows = observer.replica_rows(jobs[-1].uid)
+        return jobs[-1] if len(rows) == 2 and all(row.phase == "Running" for row in rows) else None
+
+    return observer.wait_for(running, timeout=WAIT, what=f"{dag_id}: chief and worker running")
+
+
+def parent_of(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[1])  # the field after the (command) is the state, then ppid
+
+
+def descends_from(pid: int, ancestor: int) -> bool:
+    current: int | None = pid
+    while current and current > 1:
+        if current == ancestor:
+            return True
+        current = parent_of(current)
+    return False
+
+
+def test_triggerer_restart_mid_wait_finishes_the_task_and_never_deletes_the_tfjob(
+    full_stack: FullStack,
+) -> None:
+    rest, observer, airflow = full_stack.airflow.rest, full_stack.observer, full_stack.airflow
+    dag_id = "e2e_triggerer_restart"
+    run_id, stop = trigger_held(full_stack, dag_id)
+    rest.wait_for_task(
+        dag_id, run_id, "train", until=lambda ti: ti["state"] == "deferred", timeout=WAIT, what="deferred"
+    )
+    job = running_tfjob(full_stack, dag_id, run_id)
+
+    # A graceful stop: the triggerer cancels its triggers (the path a buggy cleanup would delete on).
+    airflow.stop("triggerer")
+    assert not airflow.components["triggerer"].alive()
+    # The job finishes while no triggerer is watching it.
+    stop.touch()
+    observer.wait_for(
+        lambda: observer.job(job.uid) and observer.job(job.uid).final_condition == "Succeeded",
+        timeout=WAIT,
+        what="the TFJob to succeed while the triggerer is down",
+    )
+    assert rest.task_instance(dag_id, run_id, "train")["state"] == "deferred"
+    airflow.start("triggerer")
+
+    ti = rest.wait_for_task(
+        dag_id,
+        run_id,
+        "train",
+        until=lambda ti: ti["state"] in ("success", "failed"),
+        timeout=WAIT,
+        what="the end",
+    )
+    assert (ti["state"], ti["try_number"]) == ("success", 1)
+    result = rest.xcom(dag_id, run_id, "train")
+    assert (result["uid"], result["state"], result["reason"]) == (job.uid, "Succeeded", "ChiefSucceeded")
+    seen = observer.jobs_named(job.name)
+    assert [record.uid for record in seen] == [job.uid], "one TFJob, the same UID throughout"
+    assert seen[0].deletion_seen_at is None, "the triggerer restart must not delete the TFJob"
+
+
+def test_killed_worker_process_is_retried_and_the_retry_adopts_the_running_tfjob(
+    full_stack: FullStack,
+) -> None:
+    rest, observer = full_stack.airflow.rest, full_stack.observer
+    dag_id = "e2e_worker_killed"
+    run_id, stop = trigger_held(full_stack, dag_id)
+    ti = rest.wait_for_task(
+        dag_id,
+        run_id,
+        "train",
+        until=lambda ti: ti["state"] == "running" and ti.get("pid"),
+        timeout=WAIT,
+        what="running",
+    )
+    job = running_tfjob(full_stack, dag_id, run_id)
+    pid = int(ti["pid"])
+    # Only ever kill a process of this run: the task process descends from our scheduler (whose
+    # LocalExecutor worker supervises it).  Its environment cannot tell: setproctitle overwrites it.
+    scheduler = full_stack.airflow.components["scheduler"].pid
+    assert descends_from(pid, scheduler), f"pid {pid} is not a task process of our scheduler ({scheduler})"
+    os.kill(pid, signal.SIGKILL)
+
+    rest.wait_for_task(
+        dag_id,
+        run_id,
+        "train",
+        until=lambda ti: ti["try_number"] == 2 and ti["state"] == "running",
+        timeout=WAIT,
+        what="try 2 running",
+    )
+    stop.touch()
+    ti = rest.wait_for_task(
+        dag_id,
+        run_id,
+        "train",
+        until=lambda ti: ti["state"] in ("success", "failed"),
+        timeout=WAIT,
+        what="the end",
+    )
+    assert (ti["state"], ti["try_number"]) == ("success", 2)
+    result = rest.xcom(dag_id, run_id, "train")
+    assert result["uid"] == job.uid, "try 2 adopted the TFJob of try 1"
+    seen = observer.jobs_named(job.name)
+    assert [record.uid for record in seen] == [job.uid], "one TFJob, the same UID throughout"
+    assert seen[0].deletion_seen_at is None
+    assert seen[0].annotations.get("tfjob-provider.airflow.apache.org/try-number") == "1", "created by try 1"
+
+
+def test_task_marked_failed_while_deferred_deletes_its_tfjob(full_stack: FullStack) -> None:
+    rest, observer = full_stack.airflow.rest, full_stack.observer
+    dag_id = "e2e_killed_while_deferred"
+    run_id, _stop = trigger_held(full_stack, dag_id)
+    rest.wait_for_task(
+        dag_id, run_id, "train", until=lambda ti: ti["state"] == "deferred", timeout=WAIT, what="deferred"
+    )
+    job = running_tfjob(full_stack, dag_id, run_id)
+
+    rest.set_task_state(dag_id, run_id, "train", "failed")
+
+    observer.wait_for(
+        lambda: observer.job(job.uid) and observer.job(job.uid).deleted,
+        timeout=60,
+        what="the TFJob to be deleted by the trigger's on_kill",
+    )
+    assert rest.task_instance(dag_id, run_id, "train")["state"] == "failed"
+    rows = observer.replica_rows(job.uid)
+    assert rows and all(row.note for row in rows), f"the replicas were stopped, not finished: {rows}"
+
+
+def test_example_dags_end_as_the_demo_promises(full_stack: FullStack) -> None:
+    from tests.e2e.example_outcomes import example_results
+
+    results = example_results(full_stack, timeout=WAIT * 2)
+    failed: dict[str, Any] = {
+        result.evidence.scenario.key: result.problems for result in results if result.problems
+    }
+    assert failed == {}
