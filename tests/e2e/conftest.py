@@ -69,7 +69,10 @@ def full_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FullStack]:
             processes=processes,
             dags_folder=dags,
             connection_uri=sandbox.connection_uri,
-            extra_env=example_variables(checkpoint_dir=root / "checkpoints", step_seconds=0.25),
+            # 1.5 s steps: a trigger that fires within seconds of the deferral meets an Airflow 3.3
+            # scheduler race (apache/airflow#71580, #72716) that fails the resumed try; see
+            # docs/examples.md.  The demo (`airflow dags test`, no executor) is not affected.
+            extra_env=example_variables(checkpoint_dir=root / "checkpoints", step_seconds=1.5),
         )
         stack.migrate()
         stack.start_all()
@@ -87,4 +90,5 @@ def full_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FullStack]:
             for dag_id in EXAMPLE_DAG_IDS:
                 full.example_runs[dag_id] = stack.rest.trigger(dag_id, logical_date=logical_date.isoformat())
             yield full
+    strays.extend(processes.survivors)
     assert strays == [], f"processes left behind (killed now): {strays}"

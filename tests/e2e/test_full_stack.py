@@ -56,6 +56,23 @@ def running_tfjob(full_stack: FullStack, dag_id: str, run_id: str) -> TFJobRecor
     return observer.wait_for(running, timeout=WAIT, what=f"{dag_id}: chief and worker running")
 
 
+def wait_for_trigger_started(full_stack: FullStack, dag_id: str, run_id: str, *, try_number: int = 1) -> None:
+    """Wait until the triggerer has started this task's trigger (its trigger log says so).
+
+    A task instance is ``deferred`` as soon as the worker hands over, but the triggerer picks the
+    trigger up on its next loop; a fault injected in between would test nothing.
+    """
+    task_dir = full_stack.airflow.home / "logs" / f"dag_id={dag_id}" / f"run_id={run_id}" / "task_id=train"
+
+    def started() -> bool:
+        return any(
+            "starting" in path.read_text(errors="replace")
+            for path in task_dir.glob(f"attempt={try_number}.log.trigger.*.log")
+        )
+
+    full_stack.observer.wait_for(started, timeout=WAIT, what=f"{dag_id}: the triggerer to start the trigger")
+
+
 def parent_of(pid: int) -> int | None:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -83,6 +100,7 @@ def test_triggerer_restart_mid_wait_finishes_the_task_and_never_deletes_the_tfjo
         dag_id, run_id, "train", until=lambda ti: ti["state"] == "deferred", timeout=WAIT, what="deferred"
     )
     job = running_tfjob(full_stack, dag_id, run_id)
+    wait_for_trigger_started(full_stack, dag_id, run_id)
 
     # A graceful stop: the triggerer cancels its triggers (the path a buggy cleanup would delete on).
     airflow.stop("triggerer")
@@ -169,6 +187,7 @@ def test_task_marked_failed_while_deferred_deletes_its_tfjob(full_stack: FullSta
         dag_id, run_id, "train", until=lambda ti: ti["state"] == "deferred", timeout=WAIT, what="deferred"
     )
     job = running_tfjob(full_stack, dag_id, run_id)
+    wait_for_trigger_started(full_stack, dag_id, run_id)
 
     rest.set_task_state(dag_id, run_id, "train", "failed")
 

@@ -50,6 +50,24 @@ def test_stop_takes_the_whole_group_with_it(tmp_path: Path) -> None:
     assert not alive(child), "the forked child went with its group"
 
 
+def test_a_descendant_that_left_the_group_is_killed_and_reported(tmp_path: Path) -> None:
+    script = (
+        "import subprocess, time; c = subprocess.Popen(['sleep', '60'], start_new_session=True, env={}); "
+        "print(c.pid, flush=True); time.sleep(60)"
+    )
+    processes = ProcessGroupSet(marker=new_run_marker())
+    with processes:
+        leader = processes.start(
+            "leader", [PYTHON, "-c", script], env=dict(os.environ), log_path=tmp_path / "l"
+        )
+        escapee = int(wait_for_line(leader, str.isdigit, timeout=30, what="the child's pid"))
+    assert [(stray.pid, stray.why) for stray in processes.survivors] == [(escapee, "outlived leader")]
+    deadline = time.monotonic() + 5
+    while alive(escapee) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(escapee)
+
+
 def test_a_process_ignoring_sigterm_is_killed_after_the_grace_period(tmp_path: Path) -> None:
     script = (
         "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "

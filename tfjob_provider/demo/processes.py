@@ -87,12 +87,17 @@ class ManagedProcess:
 class ProcessGroupSet:
     """Processes started for one run, stopped together (newest first) on exit — also on errors.
 
+    Before stopping, every descendant of every started process is noted (PID and start time);
+    descendants that outlive the stop — a forked child in a group of its own, whose environment
+    was overwritten by ``setproctitle`` — are killed and listed in :attr:`survivors`.
+
     :param marker: value of :data:`RUN_MARKER` given to every process started here.
     """
 
     def __init__(self, *, marker: str) -> None:
         self.marker = marker
         self.processes: list[ManagedProcess] = []
+        self.survivors: list[StrayProcess] = []
 
     def start(
         self,
@@ -121,9 +126,24 @@ class ProcessGroupSet:
 
     def stop_all(self, *, grace: float = 10.0) -> dict[str, int | None]:
         """Stop every process still running, newest first; name → exit status."""
+        noted = {process.name: descendants(process.pid) for process in self.processes if process.alive()}
         statuses: dict[str, int | None] = {}
         for process in reversed(self.processes):
             statuses[process.name] = process.stop(grace=grace)
+        deadline = time.monotonic() + 5
+        for name, family in noted.items():
+            for pid, started in family:
+                while _start_time(pid) == started and time.monotonic() < deadline:
+                    time.sleep(0.1)  # a child still exiting after its parent
+                if _start_time(pid) == started:
+                    command = (
+                        _read(Path(f"/proc/{pid}/cmdline")).replace(b"\0", b" ").decode(errors="replace")
+                    )
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(pid, signal.SIGKILL)
+                    self.survivors.append(
+                        StrayProcess(pid=pid, command=command.strip(), why=f"outlived {name}")
+                    )
         return statuses
 
     def __enter__(self) -> ProcessGroupSet:
@@ -172,6 +192,46 @@ def _read(path: Path) -> bytes:
         return path.read_bytes()
     except OSError:
         return b""
+
+
+def _start_time(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot (with the PID, a unique identity), or
+    None when it is gone or a zombie."""
+    raw = _read(Path(f"/proc/{pid}/stat")).decode(errors="replace")
+    if not raw:
+        return None
+    fields = raw.rsplit(")", 1)[-1].split()
+    if not fields or fields[0] == "Z":
+        return None
+    return int(fields[19])
+
+
+def _parent(pid: int) -> int | None:
+    raw = _read(Path(f"/proc/{pid}/stat")).decode(errors="replace")
+    fields = raw.rsplit(")", 1)[-1].split()
+    return int(fields[1]) if len(fields) > 1 else None
+
+
+def descendants(root: int) -> set[tuple[int, int]]:
+    """``(pid, start time)`` of every living descendant of ``root`` (Linux; empty elsewhere)."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return set()
+    children: dict[int, list[int]] = {}
+    for entry in proc.iterdir():
+        if entry.name.isdigit():
+            parent = _parent(int(entry.name))
+            if parent is not None:
+                children.setdefault(parent, []).append(int(entry.name))
+    found: set[tuple[int, int]] = set()
+    stack = list(children.get(root, []))
+    while stack:
+        pid = stack.pop()
+        started = _start_time(pid)
+        if started is not None:
+            found.add((pid, started))
+        stack.extend(children.get(pid, []))
+    return found
 
 
 def leftover_processes(*, marker: str, directory: Path, exclude: Sequence[int] = ()) -> list[StrayProcess]:

@@ -259,6 +259,7 @@ def run_demo(settings: DemoSettings, *, out: TextIO = sys.stdout) -> DemoReport:
         title = f"tfjob_provider demo — sandbox cluster {sandbox.url}; Airflow `airflow dags test`"
         statuses = processes.stop_all()
         _say(out, f"  sandbox stopped (exit status {statuses.get('sandbox')})")
+    strays.extend(processes.survivors)
     seconds = time.monotonic() - started
     notes = [f"Logs: {workdir / 'logs'} (one per DAG; pod logs under {workdir / 'sandbox' / 'pods'})"]
     if strays:
