@@ -59,7 +59,7 @@ def run_tensorflow(
     if options.stop_file is not None:
         log("--stop-file is ignored with --tensorflow (every worker must stop at the same step)")
 
-    import tensorflow as tf  # only importable where TensorFlow is installed
+    import tensorflow as tf  # type: ignore[import-untyped, import-not-found, unused-ignore]
 
     strategy = tf.distribute.MultiWorkerMirroredStrategy()
     log(f"MultiWorkerMirroredStrategy with {strategy.num_replicas_in_sync} replicas in sync")

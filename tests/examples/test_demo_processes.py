@@ -55,7 +55,7 @@ def test_a_descendant_that_left_the_group_is_killed_and_reported(tmp_path: Path)
         "import subprocess, time; c = subprocess.Popen(['sleep', '60'], start_new_session=True, env={}); "
         "print(c.pid, flush=True); time.sleep(60)"
     )
-    processes = ProcessGroupSet(marker=new_run_marker())
+    processes = ProcessGroupSet(marker=new_run_marker(), settle=0.5)
     with processes:
         leader = processes.start(
             "leader", [PYTHON, "-c", script], env=dict(os.environ), log_path=tmp_path / "l"
@@ -123,7 +123,7 @@ def test_leftovers_are_found_by_marker_and_by_directory_then_killed(tmp_path: Pa
 def test_no_process_left_behind_reports_and_kills_what_escaped(tmp_path: Path) -> None:
     marker = new_run_marker()
     report: list = []
-    with no_process_left_behind(marker=marker, directory=tmp_path, report=report):
+    with no_process_left_behind(marker=marker, directory=tmp_path, report=report, settle=0.5):
         escapee = subprocess.Popen(
             ["sleep", "60"], env={**os.environ, RUN_MARKER: marker}, start_new_session=True
         )

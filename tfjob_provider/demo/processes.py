@@ -92,10 +92,12 @@ class ProcessGroupSet:
     was overwritten by ``setproctitle`` — are killed and listed in :attr:`survivors`.
 
     :param marker: value of :data:`RUN_MARKER` given to every process started here.
+    :param settle: seconds a noted descendant may take to exit after its parent stopped.
     """
 
-    def __init__(self, *, marker: str) -> None:
+    def __init__(self, *, marker: str, settle: float = 5.0) -> None:
         self.marker = marker
+        self.settle = settle
         self.processes: list[ManagedProcess] = []
         self.survivors: list[StrayProcess] = []
 
@@ -130,7 +132,7 @@ class ProcessGroupSet:
         statuses: dict[str, int | None] = {}
         for process in reversed(self.processes):
             statuses[process.name] = process.stop(grace=grace)
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + self.settle
         for name, family in noted.items():
             for pid, started in family:
                 while _start_time(pid) == started and time.monotonic() < deadline:
@@ -287,11 +289,14 @@ def wait_until_gone(
 
 
 @contextlib.contextmanager
-def no_process_left_behind(*, marker: str, directory: Path, report: list[StrayProcess]) -> Iterator[None]:
-    """After the block, find this run's leftovers, kill them, and append them to ``report``."""
+def no_process_left_behind(
+    *, marker: str, directory: Path, report: list[StrayProcess], settle: float = 10.0
+) -> Iterator[None]:
+    """After the block, give the run's processes ``settle`` seconds to exit, then kill what is left
+    of them and append it to ``report``."""
     try:
         yield
     finally:
-        strays = wait_until_gone(marker=marker, directory=directory)
+        strays = wait_until_gone(marker=marker, directory=directory, timeout=settle)
         kill_strays(strays)
         report.extend(strays)

@@ -23,7 +23,7 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -158,7 +158,12 @@ def gather_evidence(
 
 
 def _run_dags(
-    runs: list[DagTestRun], *, processes: ProcessGroupSet, env_for: Any, settings: DemoSettings, out: TextIO
+    runs: list[DagTestRun],
+    *,
+    processes: ProcessGroupSet,
+    env_for: Callable[[DagTestRun], dict[str, str]],
+    settings: DemoSettings,
+    out: TextIO,
 ) -> None:
     """Start every ``airflow dags test`` at once and wait for all (each within ``dag_timeout``)."""
     for run in runs:
