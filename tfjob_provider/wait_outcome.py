@@ -327,18 +327,31 @@ class WaitTarget:
     def needs_confirmation(self, outcome: WaitOutcome | None) -> bool:
         """Whether ``outcome`` must be confirmed on a fresh read (:meth:`confirm`) before it ends the wait.
 
-        That is every success or failure judged from a watch snapshot, except a deletion (a
-        ``DELETED`` event or a 404 is certain).  The TFJob and its pods arrive on two watch streams
-        that are not ordered with respect to each other, and waiters may skip intermediate
-        snapshots, so a snapshot can pair a TFJob status with pods from another moment: the PS pods
-        the training operator deletes under ``cleanPodPolicy`` right after it marked the job
-        Succeeded look like replicas killed under a running job; a ``Failed`` condition can arrive
-        before the pod that caused it, leaving the verdict without a culprit or retry class.
-        Costs two requests, once per job.
+        The TFJob and its pods arrive on two watch streams that are not ordered with respect to
+        each other, and waiters may skip intermediate snapshots, so a snapshot can pair a TFJob
+        status with pods from another moment.  Two kinds of outcome can come from that:
+
+        * a Failed verdict the provider reached itself (no terminal condition on the TFJob yet):
+          the PS pods the training operator deletes under ``cleanPodPolicy`` right after it
+          marked the job Succeeded look like replicas killed under a running job;
+        * a verdict taken from a terminal condition that arrived before the pods that explain it
+          (no culprit): a failure without cause or retry class, a success whose replica counts
+          are stale.
+
+        A success the pods themselves show needs no confirmation: the pods stream is ordered, so
+        a failure that happened before the deciding replica succeeded is in the same snapshot.
+        Nor does a deletion (a ``DELETED`` event or a 404 is certain).  Usually the pods show the
+        outcome first (the kubelet reports before the operator reconciles), so the common case
+        costs no request; a confirmation costs two.
         """
         if outcome is None or outcome.status not in ("success", "failed") or outcome.verdict is None:
             return False
-        return outcome.verdict.reason != REASON_TFJOB_DELETED
+        verdict = outcome.verdict
+        if verdict.reason == REASON_TFJOB_DELETED:
+            return False
+        if not verdict.culprits:
+            return True
+        return outcome.status == "failed" and not verdict.operator_finished
 
     def confirm(
         self,

@@ -189,7 +189,7 @@ def test_deadlines_are_absolute_utc_and_the_earliest_wins() -> None:
     assert parse_utc("2025-03-01T12:00:00Z") == NOW
 
 
-def test_terminal_outcomes_are_confirmed_on_a_fresh_read_but_deletions_are_not() -> None:
+def test_outcomes_that_stream_skew_can_fake_are_confirmed_on_a_fresh_read() -> None:
     """Streams race: the operator's cleanPodPolicy deletions can arrive before its Succeeded status."""
     job = make_tfjob({"Chief": 1, "PS": 1})
     cleanup_race = [make_pod("Chief", phase="Succeeded"), make_pod("PS", deleting=True)]
@@ -198,7 +198,10 @@ def test_terminal_outcomes_are_confirmed_on_a_fresh_read_but_deletions_are_not()
     fresh_job = make_tfjob({"Chief": 1, "PS": 1}, conditions=[condition("Created"), condition("Succeeded")])
     confirmed = target().confirm(stale, fresh_job, cleanup_race, now=NOW)
     assert confirmed is not None and confirmed.status == "success"
-    assert target().needs_confirmation(confirmed)  # successes are confirmed too (pods may lag)
+    assert not target().needs_confirmation(confirmed)  # a success the pods show is certain (ordered stream)
+    condition_only = target().judge(fresh_job, [make_pod("Chief"), make_pod("PS")], now=NOW)
+    assert condition_only is not None and condition_only.status == "success"
+    assert target().needs_confirmation(condition_only)  # pods lag: the replica counts would be stale
     deleted = target().judge(None, [], now=NOW)
     assert not target().needs_confirmation(deleted)  # a deletion is certain
     assert not target().needs_confirmation(None)
@@ -221,7 +224,9 @@ def test_a_failed_condition_ahead_of_its_pods_is_judged_again_with_the_cause() -
     lagging = [make_pod("Chief"), make_pod("Evaluator")]
     early = target().judge(failed_job, lagging, now=NOW)
     assert early is not None and early.verdict is not None and early.verdict.culprits == ()
+    assert target().needs_confirmation(early)
     fresh_pods = [make_pod("Chief"), make_pod("Evaluator", phase="Failed", exit_code=2)]
     confirmed = target().confirm(early, failed_job, fresh_pods, now=NOW)
     assert confirmed is not None and confirmed.verdict is not None
     assert confirmed.verdict.culprits == ("mnist-evaluator-0",) and confirmed.verdict.retryable is False
+    assert not target().needs_confirmation(confirmed)  # the operator's Failed, with its cause: certain
