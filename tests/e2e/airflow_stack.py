@@ -85,6 +85,9 @@ class AirflowStack:
                 "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
                 "AIRFLOW__DAG_PROCESSOR__PARSING_PROCESSES": "1",
                 "AIRFLOW__SCHEDULER__SCHEDULER_IDLE_SLEEP_TIME": "0.5",
+                # A crashed triggerer's triggers move to a live one once its heartbeat is this old.
+                "AIRFLOW__TRIGGERER__JOB_HEARTBEAT_SEC": "2",
+                "AIRFLOW__TRIGGERER__TRIGGERER_HEALTH_CHECK_THRESHOLD": "10",
                 **(extra_env or {}),
             },
         )
@@ -111,6 +114,10 @@ class AirflowStack:
     def stop(self, component: str, *, grace: float = 30.0) -> int | None:
         """Stop one component by PID (SIGTERM, then SIGKILL to its group); its exit status."""
         return self.components[component].stop(grace=grace)
+
+    def crash(self, component: str) -> int | None:
+        """Kill one component and all its descendants with SIGKILL, as a lost machine would."""
+        return self.components[component].crash()
 
     def start_all(self) -> None:
         for component in COMPONENTS:

@@ -28,10 +28,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 WAIT = 180.0
 
 
-def trigger_held(full_stack: FullStack, dag_id: str) -> tuple[str, Path]:
-    stop = full_stack.stop_file(dag_id)
+def trigger_held(full_stack: FullStack, dag_id: str, *, second: int = 0) -> tuple[str, Path]:
+    """Trigger a held DAG (``second`` tells runs of one DAG apart: one run per logical date)."""
+    stop = full_stack.stop_file(f"{dag_id}-{second}")
     run_id = full_stack.airflow.rest.trigger(
-        dag_id, logical_date=f"{full_stack.logical_date}T00:00:00Z", conf={"stop_file": str(stop)}
+        dag_id, logical_date=f"{full_stack.logical_date}T00:00:{second:02d}Z", conf={"stop_file": str(stop)}
     )
     return run_id, stop
 
@@ -90,20 +91,26 @@ def descends_from(pid: int, ancestor: int) -> bool:
     return False
 
 
+@pytest.mark.parametrize("how", ["stopped", "crashed"])
 def test_triggerer_restart_mid_wait_finishes_the_task_and_never_deletes_the_tfjob(
-    full_stack: FullStack,
+    full_stack: FullStack, how: str
 ) -> None:
+    """``stopped``: SIGTERM, the triggerer cancels its triggers (the path a careless cleanup would
+    delete on).  ``crashed``: SIGKILL to it and its children; the trigger moves to the new
+    triggerer once the dead one's heartbeat is stale."""
     rest, observer, airflow = full_stack.airflow.rest, full_stack.observer, full_stack.airflow
     dag_id = "e2e_triggerer_restart"
-    run_id, stop = trigger_held(full_stack, dag_id)
+    run_id, stop = trigger_held(full_stack, dag_id, second=0 if how == "stopped" else 1)
     rest.wait_for_task(
         dag_id, run_id, "train", until=lambda ti: ti["state"] == "deferred", timeout=WAIT, what="deferred"
     )
     job = running_tfjob(full_stack, dag_id, run_id)
     wait_for_trigger_started(full_stack, dag_id, run_id)
 
-    # A graceful stop: the triggerer cancels its triggers (the path a buggy cleanup would delete on).
-    airflow.stop("triggerer")
+    if how == "stopped":
+        airflow.stop("triggerer")
+    else:
+        airflow.crash("triggerer")
     assert not airflow.components["triggerer"].alive()
     # The job finishes while no triggerer is watching it.
     stop.touch()

@@ -68,6 +68,27 @@ def test_a_descendant_that_left_the_group_is_killed_and_reported(tmp_path: Path)
     assert not alive(escapee)
 
 
+def test_crash_kills_the_leader_and_every_descendant_at_once(tmp_path: Path) -> None:
+    script = (
+        "import signal, subprocess, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+        "c = subprocess.Popen(['sleep', '60'], start_new_session=True); print(c.pid, flush=True); "
+        "time.sleep(60)"
+    )
+    with ProcessGroupSet(marker=new_run_marker(), settle=0.5) as processes:
+        leader = processes.start(
+            "leader", [PYTHON, "-c", script], env=dict(os.environ), log_path=tmp_path / "l"
+        )
+        child = int(wait_for_line(leader, str.isdigit, timeout=30, what="the child's pid"))
+        started = time.monotonic()
+        assert leader.crash() == -signal.SIGKILL
+        assert time.monotonic() - started < 5, "no grace period"
+        deadline = time.monotonic() + 5
+        while alive(child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not alive(child)
+    assert processes.survivors == []
+
+
 def test_a_process_ignoring_sigterm_is_killed_after_the_grace_period(tmp_path: Path) -> None:
     script = (
         "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "

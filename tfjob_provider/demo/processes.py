@@ -78,6 +78,18 @@ class ManagedProcess:
             self._log_file = None
         return status
 
+    def crash(self) -> int | None:
+        """Die as on a lost machine: SIGKILL the group and every descendant at once, no grace."""
+        family = descendants(self.pid)
+        self.signal_group(signal.SIGKILL)
+        for pid, _started in family:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        try:
+            return self.popen.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            return None
+
     def log_text(self) -> str:
         if self.log_path is None or not self.log_path.exists():
             return ""
