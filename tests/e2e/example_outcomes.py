@@ -12,11 +12,10 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from tfjob_provider.demo.outcomes import RunRecord, TaskRecord
+from tfjob_provider.demo.outcomes import XCOM_TFJOB_FAILURE, XCOM_TFJOB_NAME, RunRecord, TaskRecord
 from tfjob_provider.demo.scenarios import SCENARIOS, Evidence, build_attempts, evaluate
 from tfjob_provider.demo.summary import ScenarioResult
 from tfjob_provider.naming import job_name_for
-from tfjob_provider.operators._conclusion import XCOM_FAILURE
 
 if TYPE_CHECKING:
     from tests.e2e.conftest import FullStack
@@ -45,7 +44,7 @@ def example_results(full: FullStack, *, timeout: float) -> list[ScenarioResult]:
         }
         task = tasks.get(scenario.task_id)
         submitting = scenario.submitting_task
-        job_name = rest.xcom(scenario.dag_id, run_id, submitting, "tfjob_name") or job_name_for(
+        job_name = rest.xcom(scenario.dag_id, run_id, submitting, XCOM_TFJOB_NAME) or job_name_for(
             dag_id=scenario.dag_id, task_id=submitting, run_id=run_id, map_index=-1
         )
         result = rest.xcom(scenario.dag_id, run_id, scenario.task_id)
@@ -57,7 +56,7 @@ def example_results(full: FullStack, *, timeout: float) -> list[ScenarioResult]:
             full.observer,
             job_name=str(job_name),
             result=result,
-            last_failure=rest.xcom(scenario.dag_id, run_id, scenario.task_id, XCOM_FAILURE),
+            last_failure=rest.xcom(scenario.dag_id, run_id, scenario.task_id, XCOM_TFJOB_FAILURE),
             log_text=log_text,
         )
         related = {task_id: record for task_id, record in tasks.items() if task_id != scenario.task_id}

@@ -141,3 +141,24 @@ def test_summary_shows_airflow_tries_the_tfjobs_their_verdicts_and_replicas() ->
     assert any(line.split() == ["Worker", "1", "Failed", "137", "0"] for line in lines)
     assert "      !! task ended success on try 3" in lines
     assert lines[-2] == f"1 of 2 scenarios did NOT end as expected: {TRANSIENT.key}"
+
+
+def test_the_demo_reads_the_xcom_keys_the_provider_pushes() -> None:
+    from tfjob_provider.demo.outcomes import XCOM_TFJOB_FAILURE, XCOM_TFJOB_NAME
+    from tfjob_provider.links import XCOM_NAME
+    from tfjob_provider.operators._conclusion import XCOM_FAILURE
+
+    assert (XCOM_TFJOB_NAME, XCOM_TFJOB_FAILURE) == (XCOM_NAME, XCOM_FAILURE)
+
+
+def test_the_demo_process_does_not_import_airflow() -> None:
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, tfjob_provider.demo.__main__; print(sorted(m for m in sys.modules if m == 'airflow'))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.strip() == "[]"

@@ -37,7 +37,7 @@ from tfjob_provider.demo.airflow_setup import (
     migrate_database,
 )
 from tfjob_provider.demo.observer import ClusterObserver
-from tfjob_provider.demo.outcomes import read_run, read_xcom
+from tfjob_provider.demo.outcomes import XCOM_TFJOB_FAILURE, XCOM_TFJOB_NAME, read_run, read_xcom
 from tfjob_provider.demo.processes import (
     RUN_MARKER,
     ManagedProcess,
@@ -50,7 +50,6 @@ from tfjob_provider.demo.sandbox_process import start_sandbox
 from tfjob_provider.demo.scenarios import SCENARIOS, Attempt, Evidence, Scenario, build_attempts, evaluate
 from tfjob_provider.demo.summary import ScenarioResult, render_summary
 from tfjob_provider.naming import job_name_for
-from tfjob_provider.operators._conclusion import XCOM_FAILURE
 
 #: Seconds between retries: Airflow's default is 300; the demo shows the retry, not the wait.
 DEMO_RETRY_DELAY = "1"
@@ -118,12 +117,12 @@ def _attempts(
         return read_xcom(run.database, dag_id=scenario.dag_id, run_id=run_id, task_id=task_id, key=key)
 
     submitting = scenario.submitting_task
-    name = xcom("tfjob_name", submitting) or job_name_for(
+    name = xcom(XCOM_TFJOB_NAME, submitting) or job_name_for(
         dag_id=scenario.dag_id, task_id=submitting, run_id=run_id, map_index=-1
     )
     log_text = run.log_path.read_text(errors="replace") if run.log_path.exists() else ""
     return build_attempts(
-        observer, job_name=str(name), result=result, last_failure=xcom(XCOM_FAILURE), log_text=log_text
+        observer, job_name=str(name), result=result, last_failure=xcom(XCOM_TFJOB_FAILURE), log_text=log_text
     )
 
 
