@@ -186,7 +186,10 @@ def _run_dags(
             run.exit_status = run.process.stop(grace=5)
             run.seconds = elapsed
             pending.remove(run)
-            _say(out, f"  {run.dag_id}: airflow dags test exited {run.exit_status} after {elapsed:.0f}s")
+            ending = {0: "the DAG run succeeded", 1: "the DAG run failed"}.get(
+                run.exit_status if run.exit_status is not None else -1, f"exit status {run.exit_status}"
+            )
+            _say(out, f"  {run.dag_id}: `airflow dags test` finished in {elapsed:.0f}s ({ending})")
         time.sleep(0.2)
 
 

@@ -248,7 +248,8 @@ SCENARIOS: tuple[Scenario, ...] = (
         expect_state="failed",
         expect_try=1,
         expect_attempts=(ExpectedAttempt("Failed", "PermanentExitCode", "permanent"),),
-        story="exit codes 1-127 are the program's own error: AirflowFailException, 2 retries left unused",
+        story="exit codes 1-127 are the program's own error: AirflowFailException, 2 retries left unused "
+        "(so this DAG run ends failed, by design)",
         checks=(replica_exits(0, "Worker", 0, [3]),),
     ),
     Scenario(
