@@ -21,12 +21,11 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from tfjob_provider.kube.errors import KubeApiError, NotFoundError
+from tfjob_provider.operators._logging import TaskLog
 from tfjob_provider.reporting import MAX_CULPRIT_LOGS, about_job, failure_report, logs_to_fetch
 from tfjob_provider.wait_outcome import WaitOutcome, uid_of
 
 if TYPE_CHECKING:
-    from logging import Logger
-
     from tfjob_provider.kube.sync_client import SyncTFJobClient
 
 
@@ -99,7 +98,7 @@ def failure_exception(outcome: WaitOutcome) -> AirflowException:
 
 
 def delete_if_ours(
-    client: SyncTFJobClient, *, name: str, namespace: str, uid: str | None, log: Logger, why: str
+    client: SyncTFJobClient, *, name: str, namespace: str, uid: str | None, log: TaskLog, why: str
 ) -> bool:
     """Delete the TFJob unless another object (another UID) has taken its name; True if deleted.
 

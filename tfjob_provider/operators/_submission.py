@@ -40,12 +40,11 @@ from tfjob_provider.constants import (
 )
 from tfjob_provider.kube.errors import AlreadyExistsError, NotFoundError
 from tfjob_provider.naming import matches_identity
+from tfjob_provider.operators._logging import TaskLog
 from tfjob_provider.policy import Rules, VerdictState, decide
 from tfjob_provider.wait_outcome import uid_of
 
 if TYPE_CHECKING:
-    from logging import Logger
-
     from tfjob_provider.kube.sync_client import SyncTFJobClient
 
 #: Seconds to wait for a deleted TFJob (and, with Foreground deletion, its pods) to disappear.
@@ -105,7 +104,7 @@ def delete_and_wait(
     name: str,
     namespace: str,
     uid: str | None,
-    log: Logger,
+    log: TaskLog,
     timeout: float = DELETE_WAIT_SECONDS,
 ) -> None:
     """Delete the TFJob (Foreground: pods first) and wait until no object with ``uid`` remains."""
@@ -149,7 +148,7 @@ def _decide_on_existing(
     identity: TaskIdentity,
     rules: Rules,
     reattach: bool,
-    log: Logger,
+    log: TaskLog,
 ) -> Submission | None:
     """What to do with a TFJob found under our name; None once it has been removed."""
     if not matches_identity(
@@ -218,7 +217,7 @@ def submit_or_adopt(
     identity: TaskIdentity,
     rules: Rules,
     reattach: bool,
-    log: Logger,
+    log: TaskLog,
 ) -> Submission:
     """Find, adopt, replace or create this task instance's TFJob (see the module table)."""
     metadata = manifest["metadata"]

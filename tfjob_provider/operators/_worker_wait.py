@@ -16,8 +16,8 @@ closed from another thread); :meth:`SnapshotFeed.stop` asks it to finish at its 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, TypeVar, cast
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from tfjob_provider.kube import operations as ops
 from tfjob_provider.kube.errors import KubeApiError, NotFoundError
@@ -121,12 +121,12 @@ class SnapshotFeed:
 
 def read_job(
     client: SyncTFJobClient, *, name: str, namespace: str
-) -> tuple[dict[str, object] | None, list[dict[str, object]]]:
+) -> tuple[Mapping[str, Any] | None, list[dict[str, Any]]]:
     """The TFJob (None if absent) and its pods, straight from the API server, pods first
     (:data:`~tfjob_provider.wait_outcome.FRESH_READ_ORDER`)."""
     pods = client.list_job_pods(name, namespace=namespace)
     try:
-        tfjob: dict[str, object] | None = client.get_tfjob(name, namespace=namespace)
+        tfjob: Mapping[str, Any] | None = client.get_tfjob(name, namespace=namespace)
     except NotFoundError:
         return None, []
     return tfjob, pods

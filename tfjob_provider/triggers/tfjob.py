@@ -89,7 +89,7 @@ class TFJobTrigger(BaseTrigger):
         cancel_on_kill: bool = True,
         wait_for_existence: bool = False,
     ) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]
         self.name = name
         self.namespace = namespace
         self.uid = uid
@@ -157,7 +157,7 @@ class TFJobTrigger(BaseTrigger):
                     f"waiting for TFJob {self.namespace}/{self.name} failed: {describe_error(error)}"
                 )
         self.log.info("TFJob %s/%s: %s — %s", self.namespace, self.name, outcome.status, outcome.message)
-        yield TriggerEvent(outcome.to_event())
+        yield TriggerEvent(outcome.to_event())  # type: ignore[no-untyped-call]
 
     async def _wait(self, target: WaitTarget) -> WaitOutcome:
         client = await self.hook.get_async_client()
@@ -191,11 +191,13 @@ class TFJobTrigger(BaseTrigger):
             return target.confirm(outcome, tfjob, pods, now=utc_now())
         return outcome
 
-    async def _read(self, client: AsyncTFJobClient) -> tuple[dict[str, Any] | None, Sequence[dict[str, Any]]]:
+    async def _read(
+        self, client: AsyncTFJobClient
+    ) -> tuple[Mapping[str, Any] | None, Sequence[Mapping[str, Any]]]:
         """The TFJob and its pods straight from the API server, pods first (``FRESH_READ_ORDER``)."""
         pods = await client.list_job_pods(self.name, namespace=self.namespace)
         try:
-            tfjob: dict[str, Any] | None = await client.get_tfjob(self.name, namespace=self.namespace)
+            tfjob: Mapping[str, Any] | None = await client.get_tfjob(self.name, namespace=self.namespace)
         except NotFoundError:
             return None, []
         return tfjob, pods
@@ -209,7 +211,7 @@ class TFJobTrigger(BaseTrigger):
         except KubeApiError as error:
             self.log.warning("Could not re-read TFJob %s at its deadline: %s", self.name, error.message)
             tfjob = snapshot.tfjob if snapshot is not None else None
-            pods = list(snapshot.pods) if snapshot is not None else []
+            pods = snapshot.pods if snapshot is not None else ()
         now = utc_now()
         return target.judge(tfjob, pods, now=now) or target.timed_out(tfjob, pods, now=now)
 
