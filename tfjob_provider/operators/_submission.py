@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
+from tfjob_provider.concluding import TaskLog
 from tfjob_provider.constants import (
     ANNOTATION_DAG_ID,
     ANNOTATION_RUN_ID,
@@ -40,7 +41,6 @@ from tfjob_provider.constants import (
 )
 from tfjob_provider.kube.errors import AlreadyExistsError, NotFoundError
 from tfjob_provider.naming import matches_identity
-from tfjob_provider.operators._logging import TaskLog
 from tfjob_provider.policy import Rules, VerdictState, decide
 from tfjob_provider.wait_outcome import uid_of
 

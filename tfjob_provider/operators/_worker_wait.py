@@ -16,11 +16,12 @@ closed from another thread); :meth:`SnapshotFeed.stop` asks it to finish at its 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, TypeVar, cast
 
+from tfjob_provider.concluding import read_job
 from tfjob_provider.kube import operations as ops
-from tfjob_provider.kube.errors import KubeApiError, NotFoundError
+from tfjob_provider.kube.errors import KubeApiError
 from tfjob_provider.wait_outcome import WaitOutcome, WaitTarget, utc_now
 
 if TYPE_CHECKING:
@@ -119,19 +120,6 @@ class SnapshotFeed:
         self._stopping.set()
 
 
-def read_job(
-    client: SyncTFJobClient, *, name: str, namespace: str
-) -> tuple[Mapping[str, Any] | None, list[dict[str, Any]]]:
-    """The TFJob (None if absent) and its pods, straight from the API server, pods first
-    (:data:`~tfjob_provider.wait_outcome.FRESH_READ_ORDER`)."""
-    pods = client.list_job_pods(name, namespace=namespace)
-    try:
-        tfjob: Mapping[str, Any] | None = client.get_tfjob(name, namespace=namespace)
-    except NotFoundError:
-        return None, []
-    return tfjob, pods
-
-
 def wait_in_worker(
     client: SyncTFJobClient,
     target: WaitTarget,
@@ -210,4 +198,4 @@ def _wait(
         feed.wait(target.seconds_until_recheck(tfjob, now=now, interval=poll_interval))
 
 
-__all__ = ["SnapshotFeed", "read_job", "stoppable", "wait_in_worker"]
+__all__ = ["SnapshotFeed", "stoppable", "wait_in_worker"]

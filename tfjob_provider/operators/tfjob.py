@@ -38,13 +38,16 @@ from airflow.sdk.exceptions import (
     TaskDeferralTimeout,
 )
 
-from tfjob_provider.hooks.tfjob import TFJobHook
-from tfjob_provider.kube.errors import (
-    ForbiddenError,
-    InvalidError,
-    KubeApiError,
-    TFJobNotServedError,
+from tfjob_provider.concluding import (
+    XCOM_FAILURE,
+    delete_if_ours,
+    failure_exception,
+    failure_summary,
+    gather_failure_report,
+    read_job,
+    translated_api_errors,
 )
+from tfjob_provider.hooks.tfjob import TFJobHook
 from tfjob_provider.links import (
     XCOM_NAME,
     XCOM_NAMESPACE,
@@ -63,18 +66,12 @@ from tfjob_provider.manifest import (
     validate_tfjob,
 )
 from tfjob_provider.naming import job_name_for, stamp_identity
-from tfjob_provider.operators._conclusion import (
-    XCOM_FAILURE,
-    delete_if_ours,
-    failure_exception,
-    failure_summary,
-    gather_failure_report,
-)
 from tfjob_provider.operators._log_streaming import LogStreamer
 from tfjob_provider.operators._submission import Submission, TaskIdentity, submit_or_adopt
-from tfjob_provider.operators._worker_wait import read_job, wait_in_worker
+from tfjob_provider.operators._worker_wait import wait_in_worker
 from tfjob_provider.policy import Rules, decide
 from tfjob_provider.reporting import about_job, replicas_still_running, result_dict
+from tfjob_provider.task_params import DEFERRAL_TIMEOUT_MARGIN, coerce_rules, seconds
 from tfjob_provider.triggers.tfjob import TFJobTrigger
 from tfjob_provider.wait_outcome import (
     WaitOutcome,
@@ -92,9 +89,6 @@ if TYPE_CHECKING:
 
 OnFinishAction = Literal["keep", "delete_succeeded", "delete"]
 ON_FINISH_ACTIONS: Final[tuple[str, ...]] = ("keep", "delete_succeeded", "delete")
-#: How much later than the trigger's own deadline Airflow's deferral timeout fires: the trigger
-#: needs a moment to re-read the state and report; Airflow's timeout is only the safety net.
-DEFERRAL_TIMEOUT_MARGIN: Final = timedelta(seconds=60)
 #: Seconds the chief's log stream gets to deliver its last lines before the outcome is reported.
 LOG_DRAIN_SECONDS: Final = 2.0
 
@@ -127,26 +121,6 @@ BUILDER_FIELDS: Final = (
     "volumes",
     "volume_mounts",
 )
-
-
-def seconds(value: float | timedelta | None, *, field: str) -> float | None:
-    """A non-negative number of seconds from a number or a timedelta; ValueError naming ``field``."""
-    if value is None:
-        return None
-    if isinstance(value, timedelta):
-        value = value.total_seconds()
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise ValueError(f"{field} must be a non-negative number of seconds or a timedelta, got {value!r}")
-    return float(value)
-
-
-def coerce_rules(rules: Rules | Mapping[str, Any] | None) -> Rules:
-    """Rules from a Rules, a dict (``Rules.from_dict``) or None; ValueError naming the field."""
-    if rules is None:
-        return Rules()
-    if isinstance(rules, Rules):
-        return rules
-    return Rules.from_dict(rules)
 
 
 class TFJobOperator(BaseOperator):
@@ -605,23 +579,4 @@ class TFJobOperator(BaseOperator):
         )
 
 
-class translated_api_errors:
-    """Map Kubernetes API errors raised while submitting to the Airflow exception that fits:
-    permanent ones (TFJob not served, forbidden, invalid) to AirflowFailException, the rest to
-    AirflowException (retryable)."""
-
-    def __init__(self, task_id: str) -> None:
-        self.task_id = task_id
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, _tb: Any) -> None:
-        if not isinstance(error, KubeApiError):
-            return
-        if isinstance(error, (TFJobNotServedError, ForbiddenError, InvalidError)):
-            raise AirflowFailException(f"{self.task_id}: {error.message}") from error
-        raise AirflowException(f"{self.task_id}: Kubernetes API request failed: {error.message}") from error
-
-
-__all__ = ["ON_FINISH_ACTIONS", "TFJobOperator", "coerce_rules", "seconds"]
+__all__ = ["ON_FINISH_ACTIONS", "TFJobOperator"]

@@ -27,23 +27,19 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
 from airflow.sdk.exceptions import AirflowException, AirflowSensorTimeout, AirflowSkipException
 
-from tfjob_provider.hooks.tfjob import TFJobHook
-from tfjob_provider.links import XCOM_NAME, XCOM_NAMESPACE, XCOM_UID, TFJobLink
-from tfjob_provider.operators._conclusion import (
+from tfjob_provider.concluding import (
     XCOM_FAILURE,
     failure_exception,
     failure_summary,
     gather_failure_report,
-)
-from tfjob_provider.operators._worker_wait import read_job
-from tfjob_provider.operators.tfjob import (
-    DEFERRAL_TIMEOUT_MARGIN,
-    coerce_rules,
-    seconds,
+    read_job,
     translated_api_errors,
 )
+from tfjob_provider.hooks.tfjob import TFJobHook
+from tfjob_provider.links import XCOM_NAME, XCOM_NAMESPACE, XCOM_UID, TFJobLink
 from tfjob_provider.policy import Rules
 from tfjob_provider.reporting import about_job, result_dict
+from tfjob_provider.task_params import DEFERRAL_TIMEOUT_MARGIN, coerce_rules, seconds
 from tfjob_provider.triggers.tfjob import TFJobTrigger
 from tfjob_provider.wait_outcome import WaitOutcome, WaitTarget, format_utc, utc_now
 
