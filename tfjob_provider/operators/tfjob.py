@@ -407,7 +407,10 @@ class TFJobOperator(BaseOperator):
         if submission.action != "created":
             with translated_api_errors(self.task_id):
                 tfjob, pods = read_job(client, name=name, namespace=namespace)
-            outcome = target.judge(tfjob, pods, now=utc_now())
+                outcome = target.judge(tfjob, pods, now=utc_now())
+                if outcome is not None and target.needs_confirmation(outcome):
+                    tfjob, pods = read_job(client, name=name, namespace=namespace)
+                    outcome = target.confirm(outcome, tfjob, pods, now=utc_now())
             if outcome is not None:
                 return self._conclude(context, outcome)
         if self.deferrable:
