@@ -18,8 +18,8 @@ def get_provider_info() -> dict[str, Any]:
     return {
         "package-name": "tfjob-provider",
         "name": "Kubeflow TFJob",
-        "description": "Run Kubeflow TFJobs (distributed TensorFlow training) from Airflow and judge their outcome "
-        "from the chief, worker and parameter-server replicas.",
+        "description": "Run Kubeflow TFJobs (distributed TensorFlow training) from Airflow and judge "
+        "their outcome from the chief, worker and parameter-server replicas.",
         "versions": [__version__],
         "integrations": [
             {

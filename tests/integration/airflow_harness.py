@@ -41,7 +41,7 @@ class TaskOutcome:
 
 @dataclass(frozen=True)
 class RunOutcome:
-    """The end state of a DAG run plus its task instances, keyed by task id (``task_id[map_index]`` if mapped)."""
+    """The end state of a DAG run and its task instances, keyed ``task_id`` (``task_id[i]`` if mapped)."""
 
     dag_id: str
     run_id: str
