@@ -22,6 +22,10 @@ os.environ["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = f"sqlite:///{_AIRFLOW_HOME /
 os.environ["AIRFLOW__CORE__ALLOWED_DESERIALIZATION_CLASSES_REGEXP"] = r"(airflow|tfjob_provider)\..*"
 # Tests must not wait minutes between retries or for a dag.test() scheduling loop.
 os.environ["AIRFLOW__CORE__DEFAULT_TASK_RETRY_DELAY"] = "0"
+# The sandbox answers in microseconds; the client-go default of 5 requests/s per connection would
+# only make the tests wait.  Tests that are about the bucket configure their own limits.
+os.environ["AIRFLOW__TFJOB_PROVIDER__API_QPS"] = "100"
+os.environ["AIRFLOW__TFJOB_PROVIDER__API_BURST"] = "200"
 os.environ.pop("AIRFLOW_CONN_KUBERNETES_DEFAULT", None)
 
 AIRFLOW_HOME = _AIRFLOW_HOME

@@ -52,7 +52,25 @@ def get_provider_info() -> dict[str, Any]:
                         "type": "string",
                         "example": "https://kubeflow.example.com/_/tfjobs/{namespace}/{name}",
                         "default": "",
-                    }
+                    },
+                    "api_qps": {
+                        "description": "Client-side rate limit: sustained Kubernetes API requests per second "
+                        "per connection per process (client-go's default). Every hook, sensor and trigger "
+                        "of a process shares it, so a triggerer waking hundreds of TFJobs does not flood "
+                        "the API server into 429s.",
+                        "version_added": "0.1.0",
+                        "type": "float",
+                        "example": "20",
+                        "default": "5",
+                    },
+                    "api_burst": {
+                        "description": "Client-side rate limit: requests that may go out back to back "
+                        "after a quiet period (client-go's default).",
+                        "version_added": "0.1.0",
+                        "type": "integer",
+                        "example": "30",
+                        "default": "10",
+                    },
                 },
             }
         },

@@ -49,6 +49,32 @@ def test_one_async_client_per_connection_and_loop(hook_sandbox: Sandbox, default
     asyncio.run(scenario())
 
 
+def test_leases_share_one_client_and_the_last_lease_closes_it(
+    hook_sandbox: Sandbox, default_connection: str
+) -> None:
+    async def scenario() -> None:
+        hook = TFJobHook()
+        async with hook.async_client_lease() as first:
+            async with TFJobHook().async_client_lease() as second:
+                assert first is second
+            assert not first.api_client.rest_client.pool_manager.closed  # one lease still holds it
+            await first.check_tfjob_served()
+        assert first.api_client.rest_client.pool_manager.closed
+        async with hook.async_client_lease() as fresh:
+            assert fresh is not first
+            await fresh.check_tfjob_served()
+
+    asyncio.run(scenario())
+
+
+def test_rate_limit_comes_from_the_airflow_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tfjob_provider.hooks.tfjob import default_rate_limit
+
+    monkeypatch.setenv("AIRFLOW__TFJOB_PROVIDER__API_QPS", "7.5")
+    monkeypatch.setenv("AIRFLOW__TFJOB_PROVIDER__API_BURST", "3")
+    assert default_rate_limit() == RateLimit(rate=7.5, burst=3)
+
+
 def test_async_watch_job_sees_the_job_succeed_and_relists_after_410(
     hook_sandbox: Sandbox, namespace: str
 ) -> None:

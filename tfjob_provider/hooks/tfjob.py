@@ -26,12 +26,13 @@ The clients themselves (retries, rate limit, watch) live in :mod:`tfjob_provider
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import json
 import os
 import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +40,7 @@ import yaml
 from airflow.providers.common.compat.sdk import AirflowException, AirflowNotFoundException, BaseHook, conf
 
 from tfjob_provider.kube.operations import Session
-from tfjob_provider.kube.ratelimit import RateLimit, shared_bucket
+from tfjob_provider.kube.ratelimit import DEFAULT_BURST, DEFAULT_RATE, RateLimit, shared_bucket
 from tfjob_provider.kube.retry import RetryPolicy
 from tfjob_provider.kube.watching import WatchSettings
 
@@ -71,6 +72,14 @@ def _to_bool(value: Any) -> bool | None:
 
 def _coalesce(*values: Any) -> Any:
     return next((value for value in values if value is not None and value != ""), None)
+
+
+def default_rate_limit() -> RateLimit:
+    """The per-connection token bucket from ``[tfjob_provider] api_qps / api_burst`` (client-go's 5 / 10)."""
+    return RateLimit(
+        rate=conf.getfloat("tfjob_provider", "api_qps", fallback=DEFAULT_RATE),
+        burst=conf.getint("tfjob_provider", "api_burst", fallback=DEFAULT_BURST),
+    )
 
 
 def default_retry_policy() -> RetryPolicy:
@@ -162,10 +171,14 @@ def _read_file(path: str) -> str | None:
         return None
 
 
-# One AsyncTFJobClient per (connection settings, event loop) per process.
+# One AsyncTFJobClient per (connection settings, event loop) per process, and how many leases
+# (running triggers) hold each: the client is closed when its last lease ends.
 _async_clients: weakref.WeakKeyDictionary[
     asyncio.AbstractEventLoop, dict[tuple[Any, ...], AsyncTFJobClient]
 ] = weakref.WeakKeyDictionary()
+_async_leases: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[Any, ...], int]] = (
+    weakref.WeakKeyDictionary()
+)
 _async_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
 
 
@@ -181,7 +194,8 @@ class TFJobHook(BaseHook):
     :param in_cluster: use the pod's service account (overrides the connection's).
     :param disable_verify_ssl: skip TLS verification — for this hook's clients only.
     :param config_dict: a kubeconfig as a dict (alternative to a file).
-    :param rate_limit: client-side rate limit for this connection in this process (first one wins).
+    :param rate_limit: client-side rate limit for this connection in this process; default from
+        ``[tfjob_provider] api_qps`` and ``api_burst`` (5 requests/s, burst 10, as client-go).
     :param retry_policy: retry policy; default from ``[workers] api_retries`` and friends.
     :param watch_settings: watch timings (inactivity timeout, poll interval of the fallback, …).
     """
@@ -244,10 +258,11 @@ class TFJobHook(BaseHook):
 
     def _session(self, settings: _ConnectionSettings) -> Session:
         # One bucket per connection per process; an explicit rate limit gets a bucket of its own.
-        key = f"{self.kubernetes_conn_id}:{hash(settings.cache_key)}:{self.rate_limit}"
+        rate_limit = self.rate_limit or default_rate_limit()
+        key = f"{self.kubernetes_conn_id}:{hash(settings.cache_key)}:{rate_limit}"
         return Session(
             retry=self.retry_policy or default_retry_policy(),
-            bucket=shared_bucket(key, self.rate_limit),
+            bucket=shared_bucket(key, rate_limit),
             watch=self.watch_settings or WatchSettings(),
         )
 
@@ -316,17 +331,44 @@ class TFJobHook(BaseHook):
             return {}
         return dict(connection.extra_dejson or {})
 
+    async def _async_key(self) -> tuple[Any, ...]:
+        if "_settings" not in self.__dict__:
+            self.__dict__["_settings"] = _ConnectionSettings(extras=await self._async_extras(), hook=self)
+        return (self.kubernetes_conn_id, *self._settings.cache_key)
+
+    @contextlib.asynccontextmanager
+    async def async_client_lease(self) -> AsyncIterator[AsyncTFJobClient]:
+        """Hold the shared :class:`AsyncTFJobClient` for the duration of a block (a trigger's run).
+
+        The triggerer's triggers share one client per connection; it stays open while any of them
+        holds a lease and is closed when the last lease ends — so a triggerer with work keeps its
+        connections and TLS session, and an event loop that ends (``airflow dags test`` runs each
+        trigger in its own) leaves no unclosed aiohttp session behind.
+        """
+        loop = asyncio.get_running_loop()
+        key = await self._async_key()
+        leases = _async_leases.setdefault(loop, {})
+        leases[key] = leases.get(key, 0) + 1  # before any await: a concurrent release must see us
+        try:
+            yield await self.get_async_client()
+        finally:
+            leases[key] -= 1
+            if leases[key] == 0:
+                del leases[key]
+                client = _async_clients.get(loop, {}).pop(key, None)
+                if client is not None:
+                    await client.close()
+
     async def get_async_client(self) -> AsyncTFJobClient:
         """The process's :class:`AsyncTFJobClient` for this connection on the running event loop.
 
         Built once (config loaded, TLS context created) and then shared by every hook and trigger
         of the triggerer with the same connection settings; do not close it from a trigger.
+        Triggers hold it through :meth:`async_client_lease`, which closes it after the last one.
         """
         loop = asyncio.get_running_loop()
-        if "_settings" not in self.__dict__:
-            self.__dict__["_settings"] = _ConnectionSettings(extras=await self._async_extras(), hook=self)
+        key = await self._async_key()
         settings = self._settings
-        key = (self.kubernetes_conn_id, *settings.cache_key)
         clients = _async_clients.setdefault(loop, {})
         if key in clients:
             return clients[key]
@@ -410,7 +452,9 @@ def _exec_refresher(loader: Any) -> Any:
 
 async def close_async_clients() -> None:
     """Close every shared async client of the running loop (tests, triggerer shutdown)."""
-    clients = _async_clients.pop(asyncio.get_running_loop(), {})
+    loop = asyncio.get_running_loop()
+    _async_leases.pop(loop, None)
+    clients = _async_clients.pop(loop, {})
     for async_client in clients.values():
         await async_client.close()
 

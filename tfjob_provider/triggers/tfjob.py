@@ -160,8 +160,10 @@ class TFJobTrigger(BaseTrigger):
         yield TriggerEvent(outcome.to_event())  # type: ignore[no-untyped-call]
 
     async def _wait(self, target: WaitTarget) -> WaitOutcome:
-        client = await self.hook.get_async_client()
-        async with SharedJobWatch.subscribe(client, name=self.name, namespace=self.namespace) as subscription:
+        async with (
+            self.hook.async_client_lease() as client,
+            SharedJobWatch.subscribe(client, name=self.name, namespace=self.namespace) as subscription,
+        ):
             snapshot: JobSnapshot | None = None
             while True:
                 now = utc_now()
@@ -223,15 +225,15 @@ class TFJobTrigger(BaseTrigger):
         """
         if not self.cancel_on_kill:
             return
-        client = await self.hook.get_async_client()
-        try:
-            current = await client.get_tfjob(self.name, namespace=self.namespace)
-        except NotFoundError:
-            return
-        if self.uid is not None and uid_of(current) != self.uid:
-            self.log.info("TFJob %s/%s is another object now; not deleting it", self.namespace, self.name)
-            return
-        await client.delete_tfjob(self.name, namespace=self.namespace)
+        async with self.hook.async_client_lease() as client:
+            try:
+                current = await client.get_tfjob(self.name, namespace=self.namespace)
+            except NotFoundError:
+                return
+            if self.uid is not None and uid_of(current) != self.uid:
+                self.log.info("TFJob %s/%s is another object now; not deleting it", self.namespace, self.name)
+                return
+            await client.delete_tfjob(self.name, namespace=self.namespace)
         self.log.info("Task killed: deleted TFJob %s/%s (uid %s)", self.namespace, self.name, self.uid)
 
 
