@@ -1,4 +1,4 @@
-"""Stream the deciding replica's log into the Airflow task log while the operator waits in its worker.
+"""The deciding replica's log in the Airflow task log: streamed live in the worker, printed on resume.
 
 Why: the one log a user wants to see live is the chief's (or worker-0's when the job has no
 chief): it prints the training progress, and it decides success.  Following it — one streamed
@@ -9,6 +9,12 @@ stream breaks on an API hiccup.  Each container *instance* (pod UID + restart co
 followed once from its start; a stream that broke while its container still runs is resumed with
 ``sinceSeconds`` (a line may then repeat — better than a gap).  Each line is prefixed with its
 replica (``[chief-0]``) and cut to a bounded length.
+
+A deferred task waits in the triggerer, where following one log per job would cost a long-lived
+request per job and read logs in the triggerer's memory (the cncf-kubernetes provider's deferred
+pod operator was OOM-killed by exactly that).  So when a deferred task resumes in its worker,
+:func:`print_deciding_log` prints the deciding replica's log there instead — its last lines, read
+in one request the API server bounds — before the TFJob may be deleted.
 """
 
 from __future__ import annotations
@@ -31,6 +37,13 @@ if TYPE_CHECKING:
 MAX_STREAMED_LINE_CHARS: Final = 4000
 #: Times one container instance's broken stream is resumed before giving up on it.
 MAX_RESUMES: Final = 5
+#: A log stream that ended cleanly while the last pod status still says "running" is most likely
+#: a container that just exited, with the watch event saying so still on its way; it is resumed
+#: only if the container is still reported running this many seconds after the end of its stream.
+CLEAN_END_GRACE_SECONDS: Final = 5.0
+#: Lines, and bytes, of the deciding replica's log printed when a deferred task resumes.
+RESUMED_LOG_LINES: Final = 1000
+RESUMED_LOG_BYTES: Final = 1024 * 1024
 
 InstanceKey = tuple[str, int]
 
@@ -69,6 +82,7 @@ class LogStreamer:
         self._resumes: dict[InstanceKey, int] = {}
         self._last_line_at = 0.0
         self._finished: set[InstanceKey] = set()
+        self._clean_end_at: float | None = None  # when the last stream ended without an error
         self._stopping = threading.Event()
         self._ended = False  # the followed container has terminated: its stream ends by itself
 
@@ -89,10 +103,13 @@ class LogStreamer:
         if key in self._finished:
             return
         since: int | None = None
-        if key == self._following:  # the stream broke; the container is still there
+        if key == self._following:  # the stream ended; the container may still be there
             if state != "running" or self._resumes.get(key, 0) >= MAX_RESUMES:
                 self._finished.add(key)
                 return
+            clean_end = self._clean_end_at
+            if clean_end is not None and time.monotonic() - clean_end < CLEAN_END_GRACE_SECONDS:
+                return  # wait for the pod status to catch up with the end of the log
             self._resumes[key] = self._resumes.get(key, 0) + 1
             since = max(1, math.ceil(time.monotonic() - self._last_line_at) + 1)
         self._start(pod, key, since)
@@ -107,6 +124,7 @@ class LogStreamer:
         self._thread.start()
 
     def _follow(self, name: str, prefix: str, since: int | None) -> None:
+        self._clean_end_at = None
         try:
             follow = ops.follow_log(
                 self._client.session, name, namespace=self._namespace, since_seconds=since
@@ -118,6 +136,8 @@ class LogStreamer:
                 self._emit(f"{prefix} {line}")
         except Exception as error:  # a broken log stream must never fail the task
             self._emit(f"{prefix} (log stream interrupted: {type(error).__name__}: {error})")
+        else:
+            self._clean_end_at = time.monotonic()
 
     def drain(self, timeout: float) -> None:
         """Give the stream of a container that has ended up to ``timeout`` seconds to deliver its
@@ -129,4 +149,36 @@ class LogStreamer:
         self._stopping.set()
 
 
-__all__ = ["MAX_STREAMED_LINE_CHARS", "LogStreamer"]
+def print_deciding_log(
+    client: SyncTFJobClient,
+    *,
+    name: str,
+    namespace: str,
+    emit: Callable[[str], None],
+    tail_lines: int = RESUMED_LOG_LINES,
+    limit_bytes: int = RESUMED_LOG_BYTES,
+) -> None:
+    """Print the chief's (else worker-0's) log after a deferred wait: its last ``tail_lines`` lines.
+
+    Never fails the task: a log that cannot be read is reported in one line instead.
+    """
+    try:
+        pod = log_pod_for(client.list_job_pods(name, namespace=namespace))
+        if pod is None or _container_state(pod)[1] is None:
+            emit(f"TFJob {namespace}/{name}: no chief or worker-0 log to show (its pod is gone or never ran)")
+            return
+        text = client.read_log_tail(
+            pod_name(pod), namespace=namespace, tail_lines=tail_lines, limit_bytes=limit_bytes
+        )
+    except Exception as error:  # the log is a courtesy; the outcome is decided already
+        emit(f"TFJob {namespace}/{name}: could not read the deciding replica's log: {error}")
+        return
+    prefix = _prefix(pod)
+    emit(f"{prefix} log of pod {pod_name(pod)} (last {tail_lines} lines; the wait ran in the triggerer):")
+    for line in text.splitlines():
+        if len(line) > MAX_STREAMED_LINE_CHARS:
+            line = f"{line[:MAX_STREAMED_LINE_CHARS]}… (cut)"
+        emit(f"{prefix} {line}")
+
+
+__all__ = ["MAX_STREAMED_LINE_CHARS", "RESUMED_LOG_LINES", "LogStreamer", "print_deciding_log"]

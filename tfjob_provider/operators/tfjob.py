@@ -66,7 +66,7 @@ from tfjob_provider.manifest import (
     validate_tfjob,
 )
 from tfjob_provider.naming import job_name_for, stamp_identity
-from tfjob_provider.operators._log_streaming import LogStreamer
+from tfjob_provider.operators._log_streaming import LogStreamer, print_deciding_log
 from tfjob_provider.operators._submission import Submission, TaskIdentity, submit_or_adopt
 from tfjob_provider.operators._worker_wait import wait_in_worker
 from tfjob_provider.policy import Rules, decide
@@ -114,10 +114,15 @@ BUILDER_FIELDS: Final = (
     "ttl_seconds_after_finished",
     "suspend",
     "scheduling_policy",
+    "managed_by",
+    "enable_dynamic_worker",
     "labels",
     "annotations",
+    "pod_labels",
+    "pod_annotations",
     "service_account_name",
     "image_pull_policy",
+    "image_pull_secrets",
     "volumes",
     "volume_mounts",
 )
@@ -153,10 +158,15 @@ class TFJobOperator(BaseOperator):
     :param ttl_seconds_after_finished: ``runPolicy.ttlSecondsAfterFinished``.
     :param suspend: ``runPolicy.suspend``.
     :param scheduling_policy: ``runPolicy.schedulingPolicy`` (gang scheduling).
+    :param managed_by: ``runPolicy.managedBy`` (e.g. ``kueue.x-k8s.io/multikueue``).
+    :param enable_dynamic_worker: ``spec.enableDynamicWorker``.
     :param labels: labels of the TFJob.
     :param annotations: annotations of the TFJob.
+    :param pod_labels: labels of every replica pod (typed build).
+    :param pod_annotations: annotations of every replica pod (typed build).
     :param service_account_name: pods' service account (typed build).
     :param image_pull_policy: container image pull policy (typed build).
+    :param image_pull_secrets: names of the pods' image pull secrets (typed build).
     :param volumes: pod volumes (typed build).
     :param volume_mounts: container volume mounts (typed build).
     :param namespace: namespace of the TFJob; default: the manifest's, else the connection's,
@@ -177,7 +187,8 @@ class TFJobOperator(BaseOperator):
         its original clock; a retry that submits a fresh TFJob starts a new one.
     :param rules: :class:`~tfjob_provider.policy.Rules`, or a dict of its fields.
     :param get_logs: stream the chief's (or worker-0's) log into the task log while waiting in
-        the worker; the failure report includes the culprits' log tails in both modes.
+        the worker; when deferred, print its last lines when the task resumes.  The failure
+        report includes the culprits' log tails in both modes.
     :param log_tail_lines: lines of each culprit's log in the failure report (0: none).
     :param on_finish_action: what to do with the TFJob when the task ends: ``"keep"``,
         ``"delete_succeeded"`` (default) or ``"delete"``.  A failed TFJob with anything still
@@ -212,6 +223,9 @@ class TFJobOperator(BaseOperator):
         "scheduling_policy": "json",
         "labels": "json",
         "annotations": "json",
+        "pod_labels": "json",
+        "pod_annotations": "json",
+        "image_pull_secrets": "json",
         "volumes": "json",
         "volume_mounts": "json",
     }
@@ -241,10 +255,15 @@ class TFJobOperator(BaseOperator):
         ttl_seconds_after_finished: int | str | None = None,
         suspend: bool | str | None = None,
         scheduling_policy: Mapping[str, Any] | None = None,
+        managed_by: str | None = None,
+        enable_dynamic_worker: bool | str | None = None,
         labels: Mapping[str, str] | None = None,
         annotations: Mapping[str, str] | None = None,
+        pod_labels: Mapping[str, str] | None = None,
+        pod_annotations: Mapping[str, str] | None = None,
         service_account_name: str | None = None,
         image_pull_policy: str | None = None,
+        image_pull_secrets: Sequence[str] | None = None,
         volumes: Sequence[Mapping[str, Any]] | None = None,
         volume_mounts: Sequence[Mapping[str, Any]] | None = None,
         namespace: str | None = None,
@@ -297,10 +316,15 @@ class TFJobOperator(BaseOperator):
         self.ttl_seconds_after_finished = ttl_seconds_after_finished
         self.suspend = suspend
         self.scheduling_policy = scheduling_policy
+        self.managed_by = managed_by
+        self.enable_dynamic_worker = enable_dynamic_worker
         self.labels = labels
         self.annotations = annotations
+        self.pod_labels = pod_labels
+        self.pod_annotations = pod_annotations
         self.service_account_name = service_account_name
         self.image_pull_policy = image_pull_policy
+        self.image_pull_secrets = image_pull_secrets
         self.volumes = volumes
         self.volume_mounts = volume_mounts
         self.namespace = namespace
@@ -508,6 +532,10 @@ class TFJobOperator(BaseOperator):
                 f"{self.task_id}: unreadable TFJob trigger event {event!r}: {error}"
             ) from None
         self._job = (outcome.name, outcome.namespace, outcome.uid)
+        if self.get_logs and outcome.status in ("success", "failed"):
+            print_deciding_log(
+                self.hook.client, name=outcome.name, namespace=outcome.namespace, emit=self.log.info
+            )
         return self._conclude(context, outcome)
 
     def resume_execution(self, next_method: str, next_kwargs: dict[str, Any] | None, context: Context) -> Any:
