@@ -4,9 +4,9 @@ Why this module exists: everything that submits a TFJob (the Airflow operator, t
 the tests) needs the same three steps — turn user input into one manifest, check it completely
 before any API call, and report every problem with its field and fix — and must not depend on
 Airflow or a Kubernetes client to do so.  The work is split by concern into
-:mod:`~tfjob_provider.manifest_loading`, :mod:`~tfjob_provider.manifest_building`,
-:mod:`~tfjob_provider.manifest_validation` (with its building blocks in
-:mod:`~tfjob_provider.manifest_checks`) and :mod:`~tfjob_provider.manifest_problems`;
+:mod:`~tfjob_provider._manifest.loading`, :mod:`~tfjob_provider._manifest.building`,
+:mod:`~tfjob_provider._manifest.validation` (with its building blocks in
+:mod:`~tfjob_provider._manifest.checks`) and :mod:`~tfjob_provider._manifest.problems`;
 this module is the stable interface the rest of the provider imports from.
 
 Typical use by the operator::
@@ -22,7 +22,7 @@ plus PyYAML (an import-linter contract forbids Airflow and Kubernetes imports he
 
 from __future__ import annotations
 
-from tfjob_provider.manifest_building import (
+from tfjob_provider._manifest.building import (
     DEFAULT_CLEAN_POD_POLICY,
     DEFAULT_RESTART_POLICY,
     EnvInput,
@@ -30,9 +30,9 @@ from tfjob_provider.manifest_building import (
     ReplicaSpec,
     build_tfjob,
 )
-from tfjob_provider.manifest_loading import MANIFEST_SUFFIXES, load_tfjob
-from tfjob_provider.manifest_problems import ManifestError, Problem
-from tfjob_provider.manifest_validation import (
+from tfjob_provider._manifest.loading import MANIFEST_SUFFIXES, load_tfjob
+from tfjob_provider._manifest.problems import ManifestError, Problem
+from tfjob_provider._manifest.validation import (
     CLEAN_POD_POLICIES,
     MANAGED_BY_VALUES,
     RESTART_POLICIES,

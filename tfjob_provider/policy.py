@@ -15,7 +15,7 @@ sensor, the operator and the tests can all call it without a cluster.  The decis
 2. A terminal condition on the TFJob is final (R1), Failed before Succeeded (R8).
 3. ``runPolicy.suspend`` → Suspended (R13).
 4. backoffLimit as the operator counts it (R9), then activeDeadlineSeconds against ``now`` (R10).
-5. One replayed reconcile pass over the pods (R2-R8, :mod:`tfjob_provider._reconcile`).
+5. One replayed reconcile pass over the pods (R2-R8, :mod:`tfjob_provider._policy.reconcile`).
 6. Replicas that can never start (image pull, container config, ``Rules.pending_timeout``).
 7. Otherwise the progress condition the operator would hold: Running, Restarting or Pending.
 """
@@ -26,8 +26,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any, Final
 
-from tfjob_provider._observation import Observation, PodEntry, observe
-from tfjob_provider._pods import (
+from tfjob_provider._policy.observation import Observation, PodEntry, observe
+from tfjob_provider._policy.pods import (
     Cause,
     deletion_requested_at,
     pending_detail,
@@ -35,8 +35,8 @@ from tfjob_provider._pods import (
     restart_causes,
     startup_blocker,
 )
-from tfjob_provider._readers import as_mapping, as_str, parse_time
-from tfjob_provider._reconcile import (
+from tfjob_provider._policy.readers import as_mapping, as_str, parse_time
+from tfjob_provider._policy.reconcile import (
     PassOutcome,
     Success,
     classify,
@@ -46,9 +46,9 @@ from tfjob_provider._reconcile import (
     type_summary,
     workers_decide,
 )
-from tfjob_provider._rules import SUCCESS_POLICIES, Rules, SuccessPolicy
-from tfjob_provider._tfjob import JobView, read_tfjob
-from tfjob_provider._verdicts import (
+from tfjob_provider._policy.rules import SUCCESS_POLICIES, Rules, SuccessPolicy
+from tfjob_provider._policy.tfjob import JobView, read_tfjob
+from tfjob_provider._policy.verdicts import (
     MAX_CULPRITS,
     REASON_ALL_WORKERS_SUCCEEDED,
     REASON_AWAITING_SUCCESS_POLICY,

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.unit.factories import JOB_UID, NOW, condition, make_pod, make_tfjob, pods_for
-from tfjob_provider._readers import as_int, parse_time
+from tfjob_provider._policy.readers import as_int, parse_time
 from tfjob_provider.constants import (
     LABEL_JOB_NAME,
     LABEL_OPERATOR_NAME,

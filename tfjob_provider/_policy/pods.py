@@ -4,7 +4,7 @@ The training operator looks at a single number per pod — the exit code of the 
 ``tensorflow``, or 48879 when there is none (R3).  A person asked "why did my job fail, and is
 it worth another try?" needs more: was the pod evicted, its node lost, the container OOM-killed,
 the image unpullable?  This module answers both from the pod JSON (read defensively through
-:mod:`tfjob_provider._readers`) and names each cause with a stable reason code and a retry class.
+:mod:`tfjob_provider._policy.readers`) and names each cause with a stable reason code and a retry class.
 Standard library and ``constants`` only.
 """
 
@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from tfjob_provider._readers import as_count, as_int, as_list, as_mapping, as_str, is_true, parse_time
-from tfjob_provider._rules import Rules
-from tfjob_provider._verdicts import (
+from tfjob_provider._policy.readers import as_count, as_int, as_list, as_mapping, as_str, is_true, parse_time
+from tfjob_provider._policy.rules import Rules
+from tfjob_provider._policy.verdicts import (
     REASON_CONTAINER_CONFIG,
     REASON_DEADLINE,
     REASON_EVICTED,

@@ -1,6 +1,6 @@
 """The training operator's reconcile pass (R4-R8), replayed on a snapshot of the pods.
 
-Given what :func:`~tfjob_provider._observation.observe` counted, this module works out what the
+Given what :func:`~tfjob_provider._policy.observation.observe` counted, this module works out what the
 operator's next reconcile would write — restart a pod (R4), Running/Succeeded for the replica
 that decides (R5/R6), Failed or a masking Restarting for failed replicas (R7), with the
 condition bookkeeping of R8 — and, separately, the failures the provider sees where the operator
@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from tfjob_provider._observation import Observation, PodEntry, TypeObservation
-from tfjob_provider._pods import (
+from tfjob_provider._policy.observation import Observation, PodEntry, TypeObservation
+from tfjob_provider._policy.pods import (
     Cause,
     classify_deleted_pod,
     classify_failed_pod,
@@ -24,10 +24,10 @@ from tfjob_provider._pods import (
     restart_causes,
     tensorflow_container,
 )
-from tfjob_provider._readers import as_mapping, parse_time
-from tfjob_provider._rules import Rules
-from tfjob_provider._tfjob import RESTART_ALWAYS, RESTART_EXIT_CODE, RESTART_ON_FAILURE, JobView
-from tfjob_provider._verdicts import (
+from tfjob_provider._policy.readers import as_mapping, parse_time
+from tfjob_provider._policy.rules import Rules
+from tfjob_provider._policy.tfjob import RESTART_ALWAYS, RESTART_EXIT_CODE, RESTART_ON_FAILURE, JobView
+from tfjob_provider._policy.verdicts import (
     MAX_CULPRITS,
     REASON_ALL_WORKERS_SUCCEEDED,
     REASON_CHIEF_SUCCEEDED,

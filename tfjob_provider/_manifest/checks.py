@@ -2,7 +2,7 @@
 
 Why this module exists: reporting *every* problem at once means no check may stop the walk, so
 each check here records a :class:`Problem` and hands back either the usable value or None, and
-the TFJob rules in :mod:`manifest_validation` read as a list of rules rather than as error
+the TFJob rules in :mod:`.validation` read as a list of rules rather than as error
 plumbing.  Messages describe wrong values the way a YAML author sees them (``the string "2"``,
 ``true (a boolean)``), because that is what they need to fix them.  Standard library only.
 """
@@ -14,7 +14,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, Final
 
-from tfjob_provider.manifest_problems import Problem, child, did_you_mean, one_of
+from tfjob_provider._manifest.problems import Problem, child, did_you_mean, one_of
 
 INT32_MAX: Final = 2**31 - 1
 INT64_MAX: Final = 2**63 - 1

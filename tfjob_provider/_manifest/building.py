@@ -19,9 +19,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 from typing import Any, Final, TypeAlias
 
+from tfjob_provider._manifest.problems import ManifestError, Problem, child, did_you_mean
+from tfjob_provider._manifest.validation import validate_tfjob
 from tfjob_provider.constants import API_VERSION, DEFAULT_CONTAINER_NAME, KIND
-from tfjob_provider.manifest_problems import ManifestError, Problem, child, did_you_mean
-from tfjob_provider.manifest_validation import validate_tfjob
 
 EnvInput: TypeAlias = Mapping[str, Any] | Sequence[Mapping[str, Any]]
 

@@ -21,6 +21,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
+from tfjob_provider._manifest.checks import INT64_MAX, ProblemCollector, describe
+from tfjob_provider._manifest.problems import ManifestError, Problem, child, closest, one_of
 from tfjob_provider.constants import (
     API_VERSION,
     CHIEF_TYPES,
@@ -30,8 +32,6 @@ from tfjob_provider.constants import (
     MANAGED_BY_TRAINING_OPERATOR,
     REPLICA_TYPES,
 )
-from tfjob_provider.manifest_checks import INT64_MAX, ProblemCollector, describe
-from tfjob_provider.manifest_problems import ManifestError, Problem, child, closest, one_of
 from tfjob_provider.naming import (
     DNS_LABEL_MAX_LENGTH,
     is_dns1123_label,

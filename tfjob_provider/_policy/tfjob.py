@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from tfjob_provider._readers import as_count, as_int, as_list, as_mapping, as_str, is_true, parse_time
+from tfjob_provider._policy.readers import as_count, as_int, as_list, as_mapping, as_str, is_true, parse_time
 from tfjob_provider.constants import CHIEF_TYPES, MANAGED_BY_TRAINING_OPERATOR, REPLICA_TYPES
 
 RESTART_NEVER: Final = "Never"

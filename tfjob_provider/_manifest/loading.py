@@ -5,7 +5,7 @@ operator receives it after Jinja rendering, so a file may arrive as its path *or
 contents.  Parsing mistakes must come back as the same :class:`ManifestError` as every other
 manifest problem, with the line and column of a syntax error, and the things PyYAML accepts
 silently but Kubernetes would not (several documents, a key given twice) must be caught here.
-Only parsing and the ``apiVersion``/``kind`` check happen here; :mod:`manifest_validation`
+Only parsing and the ``apiVersion``/``kind`` check happen here; :mod:`.validation`
 checks the content.
 
 Standard library plus PyYAML.
@@ -22,8 +22,8 @@ from typing import Any, Final
 
 import yaml
 
-from tfjob_provider.manifest_problems import ManifestError, Problem
-from tfjob_provider.manifest_validation import type_meta_problems
+from tfjob_provider._manifest.problems import ManifestError, Problem
+from tfjob_provider._manifest.validation import type_meta_problems
 
 #: File name endings read as a manifest file (compared case-insensitively).
 MANIFEST_SUFFIXES: Final = (".yaml", ".yml", ".json")

@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tfjob_provider._pods import operator_exit_code, restarts_of
-from tfjob_provider._readers import as_int, as_list, as_mapping
-from tfjob_provider._tfjob import RESTARTING_POLICIES, JobView, ReplicaSpec
+from tfjob_provider._policy.pods import operator_exit_code, restarts_of
+from tfjob_provider._policy.readers import as_int, as_list, as_mapping
+from tfjob_provider._policy.tfjob import RESTARTING_POLICIES, JobView, ReplicaSpec
 from tfjob_provider.constants import (
     LABEL_JOB_NAME,
     LABEL_OPERATOR_NAME,
@@ -104,7 +104,7 @@ def observe(job: JobView, pods: object, *, keep_restarted: bool) -> Observation:
 
     The loop body is the hot path of the whole engine (it runs once per pod per event), so the
     common well-formed shapes are read inline and only unusual ones go through the generic
-    readers of :mod:`tfjob_provider._readers`.
+    readers of :mod:`tfjob_provider._policy.readers`.
     """
     types = {name: TypeObservation(spec) for name, spec in job.specs.items()}
     # Pod label value -> (spec, its tally); replica types outside the five have no tally.
