@@ -5,11 +5,11 @@ PYTHON ?= python3
 UV_VERSION := 0.13.9
 VENV := .venv
 BIN := $(VENV)/bin
-# Use uv from PATH when it exists, else a private copy in .tools (bootstrapped with pip).
-UV := $(or $(shell command -v uv 2>/dev/null),.tools/bin/uv)
+# Use a working uv from PATH when there is one, else a private copy in .tools (bootstrapped with pip).
+UV := $(or $(shell uv --version >/dev/null 2>&1 && command -v uv),.tools/bin/uv)
 PYTEST_ARGS ?=
 
-.PHONY: install test lint typecheck unit demo clean
+.PHONY: install test lint typecheck demo clean
 
 install: $(VENV)/.installed
 
