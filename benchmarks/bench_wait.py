@@ -30,7 +30,6 @@ import argparse
 import asyncio
 import json
 import os
-import select
 import statistics
 import subprocess
 import sys
@@ -39,6 +38,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from tfjob_provider.demo.processes import ProcessGroupSet, new_run_marker
+from tfjob_provider.demo.sandbox_process import connection_json, start_sandbox
 
 NAMESPACE = "default"
 READY_TIMEOUT = 60.0
@@ -57,37 +59,6 @@ class Figures:
     rss_after_mb: float
     cpu_steady_percent: float
     cpu_release_seconds: float
-
-
-def start_sandbox(workdir: Path) -> tuple[subprocess.Popen[str], Path]:
-    """The sandbox CLI in its own process; returns it once it printed ``sandbox ready``."""
-    kubeconfig = workdir / "kubeconfig"
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tfjob_provider.sandbox",
-            "serve",
-            "--kubeconfig",
-            str(kubeconfig),
-            "--workdir",
-            str(workdir / "pods"),
-            "--log-level",
-            "ERROR",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stdout is not None
-    deadline = time.monotonic() + READY_TIMEOUT
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([process.stdout], [], [], 1.0)
-        if ready and process.stdout.readline().startswith("sandbox ready"):
-            return process, kubeconfig
-        if process.poll() is not None:
-            break
-    process.terminate()
-    raise RuntimeError("the sandbox did not start")
 
 
 def chief_command(fifo: Path, end: Path) -> list[str]:
@@ -250,14 +221,13 @@ async def measure(
 def run(jobs: int, *, workers: int, steady: float, rate: float) -> Figures:
     with tempfile.TemporaryDirectory(prefix="bench-wait-") as temp:
         workdir = Path(temp)
-        sandbox, kubeconfig = start_sandbox(workdir)
-        try:
-            os.environ["AIRFLOW_CONN_KUBERNETES_DEFAULT"] = json.dumps(  # inherited by the child
-                {
-                    "conn_type": "kubernetes",
-                    "extra": {"kube_config_path": str(kubeconfig), "namespace": NAMESPACE},
-                }
+        with ProcessGroupSet(marker=new_run_marker()) as processes:
+            sandbox = start_sandbox(
+                processes, directory=workdir, env=dict(os.environ), fast_restarts=False, timeout=READY_TIMEOUT
             )
+            kubeconfig = sandbox.kubeconfig
+            # Inherited by the child that submits the jobs.
+            os.environ["AIRFLOW_CONN_KUBERNETES_DEFAULT"] = connection_json(kubeconfig, namespace=NAMESPACE)
             names = [f"bench-{jobs}-{index:04d}" for index in range(jobs)]
             uids = submit_in_child(names, workers=workers, workdir=workdir)
             seen = asyncio.run(
@@ -282,9 +252,6 @@ def run(jobs: int, *, workers: int, steady: float, rate: float) -> Figures:
                 cpu_steady_percent=seen.cpu_steady_percent,
                 cpu_release_seconds=seen.cpu_release_seconds,
             )
-        finally:
-            sandbox.terminate()
-            sandbox.wait(60)
 
 
 def percentile(values: list[float], fraction: float) -> float:
