@@ -75,6 +75,19 @@ def test_readme_dag_example_imports_cleanly(index: int, tmp_path: Path) -> None:
     assert len(bag.dags) == 1
     (dag,) = bag.dags.values()
     assert {type(task).__name__ for task in dag.tasks} <= {"TFJobOperator", "TFJobSensor"}
+    for task in dag.tasks:
+        if getattr(task, "image", None) is not None:  # typed parameters: they must build a valid TFJob
+            _build_like_the_operator(task)
+
+
+def _build_like_the_operator(task: object) -> None:
+    from tfjob_provider.manifest import build_tfjob, validate_tfjob
+    from tfjob_provider.operators.tfjob import BUILDER_FIELDS
+
+    typed = {field: getattr(task, field) for field in BUILDER_FIELDS}
+    typed["resources"] = typed.pop("container_resources")
+    manifest = build_tfjob(name="readme-example", namespace="training", **typed)
+    assert validate_tfjob(manifest)["spec"]["tfReplicaSpecs"]
 
 
 def test_readme_rules_example_is_valid() -> None:
