@@ -27,9 +27,9 @@ from tfjob_provider.manifest import (
     load_tfjob,
     validate_tfjob,
 )
+from tfjob_provider.sandbox.testing import REAL_TFJOB_CRD
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-CRD_PATH = REPO_ROOT.parent / "shared" / "crds" / "kubeflow.org_tfjobs.yaml"
+CRD_PATH = REAL_TFJOB_CRD
 HERE = Path(__file__).parent
 EXAMPLES = sorted(
     [*(HERE / "manifest_examples").glob("*.yaml"), *(HERE / "manifest_examples").glob("*.json")]

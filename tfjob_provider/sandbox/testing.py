@@ -9,6 +9,7 @@ functions in each suite's ``conftest.py``.
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -19,8 +20,29 @@ from tfjob_provider.sandbox.cluster import Sandbox
 
 T = TypeVar("T")
 
-#: Where the shared reference CRD lives relative to the repository root (never copied into it).
-REAL_TFJOB_CRD = Path(__file__).resolve().parents[2].parent / "shared" / "crds" / "kubeflow.org_tfjobs.yaml"
+#: Names the reference TFJob CRD file when it is not in a ``shared/crds`` folder beside the checkout.
+REAL_TFJOB_CRD_ENV = "TFJOB_PROVIDER_CRD"
+_CRD_RELATIVE = Path("shared") / "crds" / "kubeflow.org_tfjobs.yaml"
+
+
+def find_real_tfjob_crd() -> Path:
+    """The training operator's real TFJob CRD, which the tests apply (it is never copied into the project).
+
+    ``$TFJOB_PROVIDER_CRD`` if set; else ``shared/crds/kubeflow.org_tfjobs.yaml`` in the folder that
+    holds the checkout or in any folder above it; else the path beside the checkout, where it is
+    expected (a test that needs it then fails naming that path).
+    """
+    configured = os.environ.get(REAL_TFJOB_CRD_ENV)
+    if configured:
+        return Path(configured)
+    checkout = Path(__file__).resolve().parents[2]
+    for folder in checkout.parents:
+        if (folder / _CRD_RELATIVE).is_file():
+            return folder / _CRD_RELATIVE
+    return checkout.parent / _CRD_RELATIVE
+
+
+REAL_TFJOB_CRD = find_real_tfjob_crd()
 
 
 @contextlib.contextmanager
