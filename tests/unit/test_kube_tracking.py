@@ -149,3 +149,48 @@ def test_forget_drops_a_job() -> None:
     tracker.apply_tfjob_event("DELETED", tfjob())
     tracker.forget(KEY)
     assert tracker.keys() == set()
+
+
+def test_slimming_never_changes_the_verdict() -> None:
+    # The shared watch keeps only slim copies; the verdict engine must reach the same conclusion
+    # on them as on the full objects, whatever the pods show.
+    from tests.unit.factories import make_pod, make_tfjob
+    from tfjob_provider.kube.tracking import slim_tfjob
+    from tfjob_provider.policy import decide
+
+    cases = [
+        (
+            make_tfjob({"Chief": 1, "Worker": 2, "PS": 1}),
+            [make_pod("Chief", 0, phase="Succeeded", exit_code=0)],
+        ),
+        (
+            make_tfjob({"Worker": 2}, restart_policy="ExitCode"),
+            [
+                make_pod("Worker", 0),
+                make_pod("Worker", 1, phase="Failed", exit_code=137, restart_policy="Never"),
+            ],
+        ),
+        (
+            make_tfjob({"Chief": 1, "Worker": 1}, restart_policy="OnFailure", run_policy={"backoffLimit": 2}),
+            [make_pod("Chief", 0, restarts=2, last_exit_code=1, restart_policy="OnFailure")],
+        ),
+        (make_tfjob({"Chief": 1}), [make_pod("Chief", 0, phase="Pending", waiting="ImagePullBackOff")]),
+        (make_tfjob({"Chief": 1, "PS": 1}), [make_pod("PS", 0, phase="Failed", pod_reason="Evicted")]),
+    ]
+    for tfjob, pods in cases:
+        full = decide(tfjob, pods)
+        slim = decide(slim_tfjob(tfjob), [slim_pod(pod) for pod in pods])
+        assert slim == full, (full, slim)
+
+
+def test_slim_tfjob_drops_pod_templates_but_keeps_what_the_verdict_reads() -> None:
+    from tests.unit.factories import make_tfjob
+    from tfjob_provider.kube.tracking import slim_tfjob
+
+    tfjob = make_tfjob({"Chief": 1, "Worker": 3}, restart_policy="ExitCode", run_policy={"backoffLimit": 1})
+    slim = slim_tfjob(tfjob)
+    worker = slim["spec"]["tfReplicaSpecs"]["Worker"]
+    assert (worker["replicas"], worker["restartPolicy"]) == (3, "ExitCode")
+    assert worker["template"] == {"spec": {"containers": [{"name": "tensorflow"}]}}
+    assert slim["spec"]["runPolicy"] == tfjob["spec"]["runPolicy"]
+    assert slim["status"] == tfjob["status"]

@@ -88,8 +88,58 @@ def _names_only(containers: Any) -> list[dict[str, Any]]:
     return [{"name": c.get("name")} for c in containers if isinstance(c, Mapping)]
 
 
+#: Pod status fields the verdict never reads (addresses, QoS class, claims).
+_POD_STATUS_DROP = frozenset(
+    {
+        "hostIP",
+        "hostIPs",
+        "podIP",
+        "podIPs",
+        "qosClass",
+        "resourceClaimStatuses",
+        "ephemeralContainerStatuses",
+    }
+)
+#: Container status fields the verdict never reads (it reads name, state, lastState, restartCount,
+#: and the image, which it names when the image cannot be pulled).
+_CONTAINER_STATUS_DROP = frozenset(
+    {
+        "imageID",
+        "containerID",
+        "volumeMounts",
+        "allocatedResources",
+        "resources",
+        "user",
+        "allocatedResourcesStatus",
+        "stopSignal",
+    }
+)
+
+
+def _slim_container_statuses(statuses: Any) -> Any:
+    if not isinstance(statuses, list):
+        return statuses
+    return [
+        {k: v for k, v in item.items() if k not in _CONTAINER_STATUS_DROP}
+        if isinstance(item, Mapping)
+        else item
+        for item in statuses
+    ]
+
+
+def _slim_pod_status(status: Any) -> Any:
+    if not isinstance(status, Mapping):
+        return status
+    slim = {key: value for key, value in status.items() if key not in _POD_STATUS_DROP}
+    for key in ("containerStatuses", "initContainerStatuses"):
+        if key in slim:
+            slim[key] = _slim_container_statuses(slim[key])
+    return slim
+
+
 def slim_pod(pod: Mapping[str, Any]) -> dict[str, Any]:
-    """A pod reduced to metadata identity/labels, a few spec fields and its full status."""
+    """A pod reduced to metadata identity/labels, a few spec fields and the status fields the
+    verdict reads (phase, reason, message, conditions, container states and restart counts)."""
     spec = pod.get("spec") if isinstance(pod.get("spec"), Mapping) else {}
     assert isinstance(spec, Mapping)
     slim_spec: dict[str, Any] = {key: spec[key] for key in _POD_SPEC_KEEP if key in spec}
@@ -98,14 +148,31 @@ def slim_pod(pod: Mapping[str, Any]) -> dict[str, Any]:
         slim_spec["initContainers"] = _names_only(spec.get("initContainers"))
     slim: dict[str, Any] = {"metadata": _slim_metadata(pod.get("metadata")), "spec": slim_spec}
     if "status" in pod:
-        slim["status"] = pod["status"]
+        slim["status"] = _slim_pod_status(pod["status"])
     return slim
 
 
+def _slim_replica_specs(spec: Any) -> Any:
+    """Replica specs with each pod template cut to its container names: the verdict reads replica
+    counts and restart policies, never the templates, which hold most of a TFJob's bytes."""
+    if not isinstance(spec, Mapping) or not isinstance(spec.get("tfReplicaSpecs"), Mapping):
+        return spec
+    replicas: dict[str, Any] = {}
+    for replica_type, replica in spec["tfReplicaSpecs"].items():
+        if isinstance(replica, Mapping) and isinstance(replica.get("template"), Mapping):
+            template_spec = replica["template"].get("spec")
+            containers = template_spec.get("containers") if isinstance(template_spec, Mapping) else None
+            replica = {**replica, "template": {"spec": {"containers": _names_only(containers)}}}
+        replicas[replica_type] = replica
+    return {**spec, "tfReplicaSpecs": replicas}
+
+
 def slim_tfjob(tfjob: Mapping[str, Any]) -> dict[str, Any]:
-    """A TFJob without ``managedFields`` and annotations (spec and status are kept whole: the
-    verdict reads replica specs, restart policies, run policy and conditions)."""
+    """A TFJob without ``managedFields``, foreign annotations and pod templates (the verdict reads
+    replica counts, restart policies, run policy, success policy and the status)."""
     slim = dict(tfjob)
+    if "spec" in slim:
+        slim["spec"] = _slim_replica_specs(slim["spec"])
     metadata = tfjob.get("metadata")
     if isinstance(metadata, Mapping):
         kept = {k: v for k, v in metadata.items() if k not in ("managedFields", "annotations")}
