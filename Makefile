@@ -23,6 +23,7 @@ $(VENV)/.installed: pyproject.toml uv.lock | $(UV)
 
 lint: install
 	$(BIN)/ruff check tfjob_provider tests benchmarks example_dags
+	$(BIN)/ruff format --check tfjob_provider tests benchmarks example_dags
 	$(BIN)/lint-imports
 
 typecheck: install

@@ -16,11 +16,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import quote
 
-from airflow.sdk import BaseOperatorLink, conf
+from airflow.providers.common.compat.sdk import BaseOperatorLink, conf
 
 if TYPE_CHECKING:
-    from airflow.sdk import BaseOperator
-    from airflow.sdk.types import TaskInstanceKey
+    from airflow.providers.common.compat.sdk import BaseOperator, TaskInstanceKey
 
 CONFIG_SECTION: Final = "tfjob_provider"
 CONFIG_OPTION: Final = "dashboard_url_template"
@@ -62,7 +61,7 @@ class TFJobLink(BaseOperatorLink):
         template = dashboard_url_template(operator)
         if not template:
             return ""
-        from airflow.sdk.execution_time.xcom import XCom
+        from airflow.providers.common.compat.sdk import XCom
 
         return render_dashboard_url(
             template,

@@ -229,7 +229,11 @@ def test_sparse_tf_config_for_a_slot_beyond_zero_replicas_has_no_own_address() -
     specs = {"Worker": {"replicas": 0}, "PS": {"replicas": 0}}
     for replica_type in ("Worker", "PS"):
         config = tf_config(
-            job_name="j", namespace="ns", replica_specs=specs, replica_type=replica_type, index=0,
+            job_name="j",
+            namespace="ns",
+            replica_specs=specs,
+            replica_type=replica_type,
+            index=0,
             dynamic_worker=True,
         )
         assert '"worker":{}' in config

@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from tfjob_provider.kube.operations import Emit, NextLine, Sleep
-from tfjob_provider.operators._worker_wait import stoppable
+from tfjob_provider.kube.operations import Emit, NextLine, Sleep, stoppable
 
 
 def endless_watch(seen: list[Any]) -> Generator[Any, Any, None]:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -614,6 +615,42 @@ def _name(obj: Mapping[str, Any]) -> Any:
     return _meta(obj, "name")
 
 
+def stoppable(operation: Operation[T], stopping: threading.Event) -> Operation[T | None]:
+    """Pass every effect of ``operation`` through; end it at the first result after ``stopping`` is set.
+
+    The synchronous transport blocks its driving thread until the next line of an open stream
+    arrives, and a generator cannot be closed from another thread while it runs.  Wrapped like
+    this, a watch or log stream ends at its next line, bookmark, timeout or error once the waiter
+    no longer needs it (the transport then closes its streams), instead of reconnecting forever.
+    """
+    try:
+        effect = next(operation)
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
+    try:
+        while True:
+            try:
+                result = yield effect
+            except GeneratorExit:
+                raise
+            except BaseException as error:  # an effect failed: the operation decides, unless we stop
+                if stopping.is_set():
+                    return None
+                try:
+                    effect = operation.throw(error)
+                except StopIteration as stop:
+                    return stop.value  # type: ignore[no-any-return]
+                continue
+            if stopping.is_set():
+                return None
+            try:
+                effect = operation.send(result)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+    finally:
+        operation.close()
+
+
 __all__ = [
     "CloseStream",
     "Effect",
@@ -644,6 +681,7 @@ __all__ = [
     "raise_for_status",
     "read_log_tail",
     "run_list_watches",
+    "stoppable",
     "watch_forbidden",
     "watch_job",
 ]

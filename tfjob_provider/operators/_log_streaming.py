@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any, Final
 
 from tfjob_provider.constants import DEFAULT_CONTAINER_NAME
 from tfjob_provider.kube import operations as ops
-from tfjob_provider.operators._worker_wait import stoppable
 from tfjob_provider.reporting import log_pod_for, pod_name, replica_of
 
 if TYPE_CHECKING:
@@ -129,7 +128,7 @@ class LogStreamer:
             follow = ops.follow_log(
                 self._client.session, name, namespace=self._namespace, since_seconds=since
             )
-            for line in self._client.iterate(stoppable(follow, self._stopping)):
+            for line in self._client.iterate(ops.stoppable(follow, self._stopping)):
                 self._last_line_at = time.monotonic()
                 if len(line) > MAX_STREAMED_LINE_CHARS:
                     line = f"{line[:MAX_STREAMED_LINE_CHARS]}… (cut)"

@@ -10,7 +10,8 @@ main thread waits on that mailbox with a timeout, judging with the same
 
 The watch generator is created, iterated and closed inside its thread (generators may not be
 closed from another thread); :meth:`SnapshotFeed.stop` asks it to finish at its next stream item
-(:func:`stoppable`), so no watch outlives its wait by more than one bookmark interval.
+(:func:`~tfjob_provider.kube.operations.stoppable`), so no watch outlives its wait by more than
+one bookmark interval.
 """
 
 from __future__ import annotations
@@ -31,47 +32,11 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-def stoppable(operation: ops.Operation[T], stopping: threading.Event) -> ops.Operation[T | None]:
-    """Pass every effect of ``operation`` through; end it at the first result after ``stopping`` is set.
-
-    The synchronous transport blocks its driving thread until the next line of an open stream
-    arrives, and a generator cannot be closed from another thread while it runs.  Wrapped like
-    this, a watch or log stream ends at its next line, bookmark, timeout or error once the waiter
-    no longer needs it (the transport then closes its streams), instead of reconnecting forever.
-    """
-    try:
-        effect = next(operation)
-    except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
-    try:
-        while True:
-            try:
-                result = yield effect
-            except GeneratorExit:
-                raise
-            except BaseException as error:  # an effect failed: the operation decides, unless we stop
-                if stopping.is_set():
-                    return None
-                try:
-                    effect = operation.throw(error)
-                except StopIteration as stop:
-                    return stop.value  # type: ignore[no-any-return]
-                continue
-            if stopping.is_set():
-                return None
-            try:
-                effect = operation.send(result)
-            except StopIteration as stop:
-                return stop.value  # type: ignore[no-any-return]
-    finally:
-        operation.close()
-
-
 class SnapshotFeed:
     """A daemon thread iterating ``open_watch()`` and keeping the newest snapshot.
 
     :param open_watch: returns the blocking iterator of snapshots, given the event that asks it
-        to stop (see :func:`stoppable`); called inside the thread.
+        to stop (see :func:`~tfjob_provider.kube.operations.stoppable`); called inside the thread.
     """
 
     def __init__(self, open_watch: Callable[[threading.Event], Iterator[JobSnapshot]], *, name: str) -> None:
@@ -139,7 +104,7 @@ def wait_in_worker(
 
     def open_watch(stopping: threading.Event) -> Iterator[JobSnapshot]:
         watch = ops.watch_job(client.session, target.name, namespace=target.namespace)
-        return cast("Iterator[JobSnapshot]", client.iterate(stoppable(watch, stopping)))
+        return cast("Iterator[JobSnapshot]", client.iterate(ops.stoppable(watch, stopping)))
 
     feed = SnapshotFeed(open_watch, name=target.name)
     feed.start()
@@ -198,4 +163,4 @@ def _wait(
         feed.wait(target.seconds_until_recheck(tfjob, now=now, interval=poll_interval))
 
 
-__all__ = ["SnapshotFeed", "stoppable", "wait_in_worker"]
+__all__ = ["SnapshotFeed", "wait_in_worker"]

@@ -30,13 +30,18 @@ from datetime import datetime, timedelta
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from airflow.sdk import BaseOperator, conf
-from airflow.sdk.exceptions import (
+from airflow.providers.common.compat.sdk import (
     AirflowException,
     AirflowFailException,
     AirflowTaskTimeout,
-    TaskDeferralTimeout,
+    BaseOperator,
+    conf,
 )
+
+try:  # Airflow >= 3.2 keeps task exceptions in the Task SDK; older 3.x in airflow.exceptions.
+    from airflow.sdk.exceptions import TaskDeferralTimeout
+except ImportError:  # pragma: no cover - depends on the installed Airflow
+    from airflow.exceptions import TaskDeferralTimeout  # type: ignore[no-redef,attr-defined]
 
 from tfjob_provider.concluding import (
     XCOM_FAILURE,
@@ -83,7 +88,7 @@ from tfjob_provider.wait_outcome import (
 )
 
 if TYPE_CHECKING:
-    from airflow.sdk import Context
+    from airflow.providers.common.compat.sdk import Context
 
     from tfjob_provider.kube.sync_client import SyncTFJobClient
 

@@ -143,6 +143,12 @@ def working_directory(pod_directory: str, container: Mapping[str, Any]) -> str:
 
 
 __all__: Sequence[str] = (
-    "ContainerConfigError", "NoCommandError", "container_argv", "container_environment", "expand",
-    "field_value", "termination_message_file", "working_directory",
+    "ContainerConfigError",
+    "NoCommandError",
+    "container_argv",
+    "container_environment",
+    "expand",
+    "field_value",
+    "termination_message_file",
+    "working_directory",
 )

@@ -154,8 +154,9 @@ def reconcile(
     metadata = job.get("metadata") or {}
     if metadata.get("deletionTimestamp") or is_managed_elsewhere(job):
         return Outcome()
-    return _Pass(job, pods, services, now=now, loopback_ports=loopback_ports,
-                 cluster_domain=cluster_domain).run(add_created=add_created)
+    return _Pass(
+        job, pods, services, now=now, loopback_ports=loopback_ports, cluster_domain=cluster_domain
+    ).run(add_created=add_created)
 
 
 @dataclass
@@ -188,8 +189,14 @@ class _Pass:
     def run(self, *, add_created: bool) -> Outcome:
         status = copy.deepcopy(self.stored_status)
         if add_created:
-            cond.set_condition(status, cond.CREATED, cond.TRUE, reason=cond.REASON_CREATED,
-                               message=f"TFJob {self.name} is created.", now=self.stamp)
+            cond.set_condition(
+                status,
+                cond.CREATED,
+                cond.TRUE,
+                reason=cond.REASON_CREATED,
+                message=f"TFJob {self.name} is created.",
+                now=self.stamp,
+            )
         if cond.is_finished(status):
             self._finished(status)
         elif self.run_policy.get("suspend") is True:
@@ -213,19 +220,37 @@ class _Pass:
             counts["active"] = 0
         message = f"TFJob {self.name} is suspended."
         if cond.is_true(status, cond.RUNNING):
-            cond.set_condition(status, cond.RUNNING, cond.FALSE, reason=cond.REASON_SUSPENDED,
-                               message=message, now=self.stamp)
+            cond.set_condition(
+                status,
+                cond.RUNNING,
+                cond.FALSE,
+                reason=cond.REASON_SUSPENDED,
+                message=message,
+                now=self.stamp,
+            )
         if not cond.is_true(status, cond.SUSPENDED):
-            cond.set_condition(status, cond.SUSPENDED, cond.TRUE, reason=cond.REASON_SUSPENDED,
-                               message=message, now=self.stamp)
+            cond.set_condition(
+                status,
+                cond.SUSPENDED,
+                cond.TRUE,
+                reason=cond.REASON_SUSPENDED,
+                message=message,
+                now=self.stamp,
+            )
         self._event(NORMAL, cond.REASON_SUSPENDED, message)
         self._write_if_changed(status)
 
     def _active(self, status: dict[str, Any]) -> None:
         if cond.is_true(status, cond.SUSPENDED):
             message = f"TFJob {self.name} is resumed."
-            cond.set_condition(status, cond.SUSPENDED, cond.FALSE, reason=cond.REASON_RESUMED,
-                               message=message, now=self.stamp)
+            cond.set_condition(
+                status,
+                cond.SUSPENDED,
+                cond.FALSE,
+                reason=cond.REASON_RESUMED,
+                message=message,
+                now=self.stamp,
+            )
             status["startTime"] = self.stamp
             self._event(NORMAL, cond.REASON_RESUMED, message)
         active_pods = [p for p in self.pods if _is_pod_active(p)]
@@ -236,8 +261,9 @@ class _Pass:
             if not status.get("completionTime"):
                 status["completionTime"] = self.stamp
             self._event(NORMAL, cond.REASON_FAILED, failure)
-            cond.set_condition(status, cond.FAILED, cond.TRUE, reason=cond.REASON_FAILED,
-                               message=failure, now=self.stamp)
+            cond.set_condition(
+                status, cond.FAILED, cond.TRUE, reason=cond.REASON_FAILED, message=failure, now=self.stamp
+            )
             self._delete_pods_and_services(status)
             self._cleanup_job(status)
             self._write(status)
@@ -252,29 +278,39 @@ class _Pass:
         """``RecordAbnormalPods``: warnings for active pods whose containers failed or wait with a message."""
         for pod in active_pods:
             pod_status = pod.get("status") or {}
-            container_statuses = (pod_status.get("containerStatuses")
-                                  or pod_status.get("initContainerStatuses"))
+            container_statuses = pod_status.get("containerStatuses") or pod_status.get(
+                "initContainerStatuses"
+            )
             if container_statuses:
                 for container_status in container_statuses:
                     state = container_status.get("state") or {}
                     terminated, waiting = state.get("terminated"), state.get("waiting")
                     if terminated and int(terminated.get("exitCode", 0)) != 0:
-                        self._event(WARNING, str(terminated.get("reason", "")),
-                                    f"Error pod {_name(pod)} container {container_status.get('name')} "
-                                    f"exitCode: {terminated.get('exitCode')} terminated message: "
-                                    f"{terminated.get('message', '')}")
+                        self._event(
+                            WARNING,
+                            str(terminated.get("reason", "")),
+                            f"Error pod {_name(pod)} container {container_status.get('name')} "
+                            f"exitCode: {terminated.get('exitCode')} terminated message: "
+                            f"{terminated.get('message', '')}",
+                        )
                     if waiting and waiting.get("message"):
-                        self._event(WARNING, str(waiting.get("reason", "")),
-                                    f"Error pod {_name(pod)} container {container_status.get('name')} "
-                                    f"waiting message: {waiting.get('message')}")
+                        self._event(
+                            WARNING,
+                            str(waiting.get("reason", "")),
+                            f"Error pod {_name(pod)} container {container_status.get('name')} "
+                            f"waiting message: {waiting.get('message')}",
+                        )
                 continue
             pod_conditions = [c for c in pod_status.get("conditions") or [] if isinstance(c, dict)]
             if not pod_conditions:
                 continue
             latest = max(pod_conditions, key=lambda c: str(c.get("lastTransitionTime") or ""))
             if latest.get("status") != "True":
-                self._event(WARNING, str(latest.get("reason", "")),
-                            f"Error pod {_name(pod)} condition message: {latest.get('message', '')}")
+                self._event(
+                    WARNING,
+                    str(latest.get("reason", "")),
+                    f"Error pod {_name(pod)} condition message: {latest.get('message', '')}",
+                )
 
     # -- R9 / R10 -------------------------------------------------------------------------------
 
@@ -337,21 +373,36 @@ class _Pass:
                 terminated = (container_status.get("state") or {}).get("terminated")
                 if container_status.get("name") == constants.DEFAULT_CONTAINER_NAME and terminated:
                     exit_code = int(terminated.get("exitCode", 0))
-                    self._event(NORMAL, EXITED_WITH_CODE,
-                                f"Pod: {self.namespace}.{_name(pod)} exited with code {exit_code}")
+                    self._event(
+                        NORMAL,
+                        EXITED_WITH_CODE,
+                        f"Pod: {self.namespace}.{_name(pod)} exited with code {exit_code}",
+                    )
             if _phase(pod) == "Failed":
                 policy = replica.get("restartPolicy")
                 if policy in _RESTARTING_POLICIES or (policy == "ExitCode" and exit_code >= 128):
                     self._delete_pod(pod)
                     message = f"job {self.name} is restarting because {replica_type} replica(s) failed."
                     self._event(WARNING, cond.REASON_RESTARTING, message)
-                    cond.set_condition(status, cond.RESTARTING, cond.TRUE, reason=cond.REASON_RESTARTING,
-                                       message=message, now=self.stamp)
+                    cond.set_condition(
+                        status,
+                        cond.RESTARTING,
+                        cond.TRUE,
+                        reason=cond.REASON_RESTARTING,
+                        message=message,
+                        now=self.stamp,
+                    )
                 elif policy == "ExitCode":
                     message = f'job "{self.name}" is failing because "{replica_type}" replica(s) failed.'
                     self._event(WARNING, cond.REASON_FAILED, message)
-                    cond.set_condition(status, cond.FAILED, cond.TRUE, reason=cond.REASON_FAILED,
-                                       message=message, now=self.stamp)
+                    cond.set_condition(
+                        status,
+                        cond.FAILED,
+                        cond.TRUE,
+                        reason=cond.REASON_FAILED,
+                        message=message,
+                        now=self.stamp,
+                    )
             _count_pod(counts, pod)
 
     def _create_pod(self, replica_type: str, replica: dict[str, Any], index: int) -> None:
@@ -368,9 +419,11 @@ class _Pass:
         if self.loopback_ports is not None:
             self._set_loopback_port(spec, self.loopback_ports[lower][index])
         if spec.get("restartPolicy"):
-            self._event(WARNING, SET_POD_TEMPLATE_RESTART_POLICY,
-                        "Restart policy in pod template will be overwritten by restart policy in "
-                        "replica spec")
+            self._event(
+                WARNING,
+                SET_POD_TEMPLATE_RESTART_POLICY,
+                "Restart policy in pod template will be overwritten by restart policy in replica spec",
+            )
         policy = replica.get("restartPolicy")
         spec["restartPolicy"] = "Never" if policy == "ExitCode" else policy
         metadata: dict[str, Any] = {"name": general_name(self.name, replica_type, index), "labels": labels}
@@ -384,10 +437,14 @@ class _Pass:
 
     def _inject_tf_config(self, spec: dict[str, Any], replica_type: str, index: int) -> None:
         value = tf_config(
-            job_name=self.name, namespace=self.namespace, replica_specs=self.replicas,
-            replica_type=replica_type, index=index,
+            job_name=self.name,
+            namespace=self.namespace,
+            replica_specs=self.replicas,
+            replica_type=replica_type,
+            index=index,
             dynamic_worker=bool(self.spec.get("enableDynamicWorker")),
-            cluster_domain=self.cluster_domain, loopback_ports=self.loopback_ports,
+            cluster_domain=self.cluster_domain,
+            loopback_ports=self.loopback_ports,
         )
         for container in spec.get("containers") or []:
             if container.get("name") == constants.DEFAULT_CONTAINER_NAME:
@@ -420,12 +477,15 @@ class _Pass:
         ports = []
         for container in pod_spec(replica).get("containers") or []:
             if container.get("name") == constants.DEFAULT_CONTAINER_NAME:
-                ports = [{"name": p.get("name", ""), "port": p.get("containerPort")}
-                         for p in container.get("ports") or []]
+                ports = [
+                    {"name": p.get("name", ""), "port": p.get("containerPort")}
+                    for p in container.get("ports") or []
+                ]
                 if self.loopback_ports is not None:
                     port = self.loopback_ports[replica_type.lower()][index]
-                    ports = [dict(p, port=port) if p["name"] == constants.DEFAULT_PORT_NAME else p
-                             for p in ports]
+                    ports = [
+                        dict(p, port=port) if p["name"] == constants.DEFAULT_PORT_NAME else p for p in ports
+                    ]
                 break
         manifest = {
             "apiVersion": "v1",
@@ -472,31 +532,46 @@ class _Pass:
             if failed <= 0:
                 continue
             if restarting_copy is not None:
-                cond.set_condition(status, cond.RESTARTING, cond.TRUE,
-                                   reason=restarting_copy.get("reason", ""),
-                                   message=restarting_copy.get("message", ""), now=self.stamp)
+                cond.set_condition(
+                    status,
+                    cond.RESTARTING,
+                    cond.TRUE,
+                    reason=restarting_copy.get("reason", ""),
+                    message=restarting_copy.get("message", ""),
+                    now=self.stamp,
+                )
                 continue
             if self.spec.get("enableDynamicWorker") is True and replica_type == "Worker":
                 continue
-            message = (f"TFJob {self.namespace}/{self.name} has failed because {failed} "
-                       f"{replica_type} replica(s) failed.")
+            message = (
+                f"TFJob {self.namespace}/{self.name} has failed because {failed} "
+                f"{replica_type} replica(s) failed."
+            )
             self._event(NORMAL, cond.REASON_FAILED, message)
             if not status.get("completionTime"):
                 status["completionTime"] = self.stamp
-            cond.set_condition(status, cond.FAILED, cond.TRUE, reason=cond.REASON_FAILED,
-                               message=message, now=self.stamp)
+            cond.set_condition(
+                status, cond.FAILED, cond.TRUE, reason=cond.REASON_FAILED, message=message, now=self.stamp
+            )
 
     def _set_running(self, status: dict[str, Any]) -> None:
-        cond.set_condition(status, cond.RUNNING, cond.TRUE, reason=cond.REASON_RUNNING,
-                           message=f"TFJob {self.namespace}/{self.name} is running.", now=self.stamp)
+        cond.set_condition(
+            status,
+            cond.RUNNING,
+            cond.TRUE,
+            reason=cond.REASON_RUNNING,
+            message=f"TFJob {self.namespace}/{self.name} is running.",
+            now=self.stamp,
+        )
 
     def _set_succeeded(self, status: dict[str, Any]) -> None:
         message = f"TFJob {self.namespace}/{self.name} successfully completed."
         self._event(NORMAL, cond.REASON_SUCCEEDED, message)
         if not status.get("completionTime"):
             status["completionTime"] = self.stamp
-        cond.set_condition(status, cond.SUCCEEDED, cond.TRUE, reason=cond.REASON_SUCCEEDED,
-                           message=message, now=self.stamp)
+        cond.set_condition(
+            status, cond.SUCCEEDED, cond.TRUE, reason=cond.REASON_SUCCEEDED, message=message, now=self.stamp
+        )
 
     def _worker0_completed(self) -> bool:
         worker = self.replicas.get("Worker")
@@ -516,8 +591,9 @@ class _Pass:
         policy = self.run_policy.get("cleanPodPolicy")
         if finished and policy == "None":
             return
-        service_names = {_name(s) for s in self.services
-                         if not (s.get("metadata") or {}).get("deletionTimestamp")}
+        service_names = {
+            _name(s) for s in self.services if not (s.get("metadata") or {}).get("deletionTimestamp")
+        }
         for pod in self.pods:
             if finished and policy == "Running" and _phase(pod) not in ("Running", "Pending"):
                 continue
@@ -682,7 +758,19 @@ def _labels(obj: Mapping[str, Any]) -> dict[str, str]:
 
 
 __all__ = [
-    "Action", "CreatePod", "CreateService", "DeleteJob", "DeletePod", "DeleteService", "Outcome",
-    "RecordEvent", "WriteStatus", "controls", "format_time", "is_managed_elsewhere", "parse_time",
-    "reconcile", "render_status",
+    "Action",
+    "CreatePod",
+    "CreateService",
+    "DeleteJob",
+    "DeletePod",
+    "DeleteService",
+    "Outcome",
+    "RecordEvent",
+    "WriteStatus",
+    "controls",
+    "format_time",
+    "is_managed_elsewhere",
+    "parse_time",
+    "reconcile",
+    "render_status",
 ]

@@ -79,7 +79,9 @@ class ProcessRunner:
         self._children: dict[int, ChildProcess] = {}
         self._watchdog = subprocess.Popen(
             [sys.executable, "-I", "-S", "-c", _WATCHDOG_SOURCE],
-            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
             start_new_session=True,
         )
         self._use_pidfd = hasattr(os, "pidfd_open")
@@ -108,8 +110,14 @@ class ProcessRunner:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "ab") as log_file:
             popen = subprocess.Popen(
-                list(argv), env=dict(env), cwd=cwd, stdin=subprocess.DEVNULL, stdout=log_file,
-                stderr=subprocess.STDOUT, start_new_session=True, close_fds=True,
+                list(argv),
+                env=dict(env),
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                close_fds=True,
             )
         child = ChildProcess(pid=popen.pid, popen=popen, on_exit=on_exit)
         self._children[child.pid] = child

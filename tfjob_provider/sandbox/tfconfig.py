@@ -29,8 +29,13 @@ def go_json(value: Any) -> str:
     Map key order is the caller's business (pass dicts already in Go's order).
     """
     text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-    for raw, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
-                         ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+    for raw, escaped in (
+        ("<", "\\u003c"),
+        (">", "\\u003e"),
+        ("&", "\\u0026"),
+        ("\u2028", "\\u2028"),
+        ("\u2029", "\\u2029"),
+    ):
         text = text.replace(raw, escaped)
     return text
 
@@ -86,8 +91,11 @@ def tf_config(
 ) -> str:
     """The ``TF_CONFIG`` value for one replica (``genTFConfigJSONStr``)."""
     cluster = cluster_spec(
-        job_name=job_name, namespace=namespace, replica_specs=replica_specs,
-        cluster_domain=cluster_domain, loopback_ports=loopback_ports,
+        job_name=job_name,
+        namespace=namespace,
+        replica_specs=replica_specs,
+        cluster_domain=cluster_domain,
+        loopback_ports=loopback_ports,
     )
     lower = replica_type.lower()
     task = {"type": lower, "index": index}

@@ -50,11 +50,13 @@ def validate_tfjob(operation: str, obj: Mapping[str, Any], old: Mapping[str, Any
     manager = _managed_by(obj)
     if manager is not None and manager not in _SUPPORTED_MANAGERS:
         supported = ", ".join(f'"{m}"' for m in sorted(_SUPPORTED_MANAGERS))
-        causes.append({
-            "type": "FieldValueNotSupported",
-            "message": f'Unsupported value: "{manager}": supported values: {supported}',
-            "field": _MANAGED_BY_PATH,
-        })
+        causes.append(
+            {
+                "type": "FieldValueNotSupported",
+                "message": f'Unsupported value: "{manager}": supported values: {supported}',
+                "field": _MANAGED_BY_PATH,
+            }
+        )
     causes.extend(_replica_spec_causes((obj.get("spec") or {}).get("tfReplicaSpecs")))
     return causes
 
@@ -89,11 +91,13 @@ def _replica_spec_causes(replica_specs: Any) -> list[Cause]:
             detail = f"must have at least one container with name {constants.DEFAULT_CONTAINER_NAME}"
             causes.append(_required(containers_path, detail))
     if chief_or_master > 1:
-        causes.append({
-            "type": "FieldValueForbidden",
-            "message": "Forbidden: must not have more than 1 Chief or Master role",
-            "field": _REPLICA_SPECS_PATH,
-        })
+        causes.append(
+            {
+                "type": "FieldValueForbidden",
+                "message": "Forbidden: must not have more than 1 Chief or Master role",
+                "field": _REPLICA_SPECS_PATH,
+            }
+        )
     return causes
 
 

@@ -24,8 +24,14 @@ from datetime import timedelta
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
-from airflow.sdk.exceptions import AirflowException, AirflowSensorTimeout, AirflowSkipException
+from airflow.providers.common.compat.sdk import (
+    AirflowException,
+    AirflowSensorTimeout,
+    AirflowSkipException,
+    BaseSensorOperator,
+    PokeReturnValue,
+    conf,
+)
 
 from tfjob_provider.concluding import (
     XCOM_FAILURE,
@@ -44,7 +50,7 @@ from tfjob_provider.triggers.tfjob import TFJobTrigger
 from tfjob_provider.wait_outcome import WaitOutcome, WaitTarget, format_utc, utc_now
 
 if TYPE_CHECKING:
-    from airflow.sdk import Context
+    from airflow.providers.common.compat.sdk import Context
 
 
 class TFJobSensor(BaseSensorOperator):
