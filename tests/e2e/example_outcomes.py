@@ -10,8 +10,9 @@ cluster observer.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from tests.e2e.rest_client import RestError
 from tfjob_provider.demo.outcomes import XCOM_TFJOB_FAILURE, XCOM_TFJOB_NAME, RunRecord, TaskRecord
 from tfjob_provider.demo.scenarios import SCENARIOS, Evidence, build_attempts, evaluate
 from tfjob_provider.demo.summary import ScenarioResult
@@ -21,13 +22,69 @@ if TYPE_CHECKING:
     from tests.e2e.conftest import FullStack
 
 
-def example_results(full: FullStack, *, timeout: float) -> list[ScenarioResult]:
-    """Wait for every example run to end, then evaluate every scenario."""
+# What Airflow 3.3's scheduler logs when it applies the stale "success" of a deferring worker's
+# exit to the resumed try (apache/airflow#66374, #71580, #72716; docs/examples.md "Known issues").
+STALE_DEFER_EXIT = "finished with state success, but the task instance's state attribute is"
+
+
+def stale_defer_exit_hits(scheduler_log: str, dag_id: str, run_id: str) -> list[str]:
+    """The scheduler's log lines that show the upstream race failing a task of this run."""
+    prefix = f"<TaskInstance: {dag_id}."
+    return [
+        line.strip()
+        for line in scheduler_log.splitlines()
+        if STALE_DEFER_EXIT in line and prefix in line and f" {run_id} [" in line
+    ]
+
+
+def _scheduler_log(full: FullStack) -> str:
+    path = full.airflow.home / "logs" / "scheduler.log"
+    return path.read_text(errors="replace") if path.exists() else ""
+
+
+def wait_for_example_runs(full: FullStack, *, timeout: float) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """Wait for every example run to end; re-run, once, a DAG whose run met the upstream race.
+
+    Why a re-run rather than a looser check: when Airflow's scheduler fails a resumed deferred try
+    on a stale executor event, the try numbers, the task-instance history and the TFJobs created
+    no longer follow from the provider's decisions, so the scenario cannot be judged on that run.
+    The race is Airflow's (fixes proposed upstream), rare, and recognisable by its own log line;
+    the re-run is reported, and a second hit fails the test with the evidence.
+    """
     rest = full.airflow.rest
     runs = {
         dag_id: rest.wait_for_run(dag_id, run_id, timeout=timeout)
         for dag_id, run_id in full.example_runs.items()
     }
+    notes: list[str] = []
+    log = _scheduler_log(full)
+    hit = {dag_id: stale_defer_exit_hits(log, dag_id, run_id) for dag_id, run_id in full.example_runs.items()}
+    for attempt, (dag_id, lines) in enumerate(sorted((d, h) for d, h in hit.items() if h), start=1):
+        notes.append(f"{dag_id} {full.example_runs[dag_id]} met Airflow's stale defer-exit race: {lines[0]}")
+        run_id = rest.trigger(dag_id, logical_date=f"{full.logical_date}T00:01:{attempt:02d}Z")
+        full.example_runs[dag_id] = run_id
+        runs[dag_id] = rest.wait_for_run(dag_id, run_id, timeout=timeout)
+        again = stale_defer_exit_hits(_scheduler_log(full), dag_id, run_id)
+        if again:
+            notes.append(f"{dag_id} re-run {run_id} met it again: {again[0]}")
+    return runs, notes
+
+
+def _try_log(full: FullStack, dag_id: str, run_id: str, task_id: str, try_number: int) -> str:
+    """One try's log; a try Airflow kept no record of reads as a line saying so (the scenario's
+    own checks then report what is missing, instead of the test dying on an HTTP 404)."""
+    try:
+        return full.airflow.rest.task_log(dag_id, run_id, task_id, try_number)
+    except RestError as error:
+        if error.status != 404:
+            raise
+        return f"(Airflow has no record of try {try_number} of {task_id})"
+
+
+def example_results(full: FullStack, *, timeout: float) -> tuple[list[ScenarioResult], list[str]]:
+    """Wait for every example run to end, then evaluate every scenario (and say what was re-run)."""
+    rest = full.airflow.rest
+    runs, notes = wait_for_example_runs(full, timeout=timeout)
     time.sleep(0.5)  # the observer's last events (pod deletions) arrive within milliseconds
     results = []
     for scenario in SCENARIOS:
@@ -50,7 +107,7 @@ def example_results(full: FullStack, *, timeout: float) -> list[ScenarioResult]:
         result = rest.xcom(scenario.dag_id, run_id, scenario.task_id)
         tries = task.try_number if task is not None else 0
         log_text = "\n".join(
-            rest.task_log(scenario.dag_id, run_id, scenario.task_id, number) for number in range(1, tries + 1)
+            _try_log(full, scenario.dag_id, run_id, scenario.task_id, n) for n in range(1, tries + 1)
         )
         attempts, problems = build_attempts(
             full.observer,
@@ -74,4 +131,4 @@ def example_results(full: FullStack, *, timeout: float) -> list[ScenarioResult]:
             problems_running=problems,
         )
         results.append(ScenarioResult(evidence=evidence, problems=evaluate(evidence)))
-    return results
+    return results, notes

@@ -211,8 +211,10 @@ def test_task_marked_failed_while_deferred_deletes_its_tfjob(full_stack: FullSta
 def test_example_dags_end_as_the_demo_promises(full_stack: FullStack) -> None:
     from tests.e2e.example_outcomes import example_results
 
-    results = example_results(full_stack, timeout=WAIT * 2)
+    results, reruns = example_results(full_stack, timeout=WAIT * 2)
+    for note in reruns:
+        print(f"re-run: {note}")  # shown with -rP, and in the report of a failure
     failed: dict[str, Any] = {
         result.evidence.scenario.key: result.problems for result in results if result.problems
     }
-    assert failed == {}
+    assert failed == {}, f"re-runs: {reruns}"
