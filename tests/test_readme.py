@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.dagbag import parse_dag_folder
 from tests.unit.factories import make_pod, make_tfjob
 from tfjob_provider.policy import VerdictState, decide
 
@@ -67,10 +68,8 @@ def test_readme_has_dag_examples() -> None:
 
 @pytest.mark.parametrize("index", range(len(DAG_EXAMPLES)))
 def test_readme_dag_example_imports_cleanly(index: int, tmp_path: Path) -> None:
-    from airflow.dag_processing.dagbag import BundleDagBag
-
     (tmp_path / f"readme_example_{index}.py").write_text(DAG_EXAMPLES[index])
-    bag = BundleDagBag(dag_folder=str(tmp_path), bundle_path=tmp_path, bundle_name="readme")
+    bag = parse_dag_folder(tmp_path, bundle_name="readme")
     assert bag.import_errors == {}
     assert len(bag.dags) == 1
     (dag,) = bag.dags.values()

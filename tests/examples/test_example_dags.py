@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests.dagbag import parse_dag_folder
 from tests.examples.conftest import EXAMPLE_DAGS
 
 EXPECTED_DAGS = {"tfjob_distributed_training", "tfjob_from_yaml", "tfjob_retry_policies", "tfjob_sensor"}
@@ -20,11 +21,9 @@ EXPECTED_DAGS = {"tfjob_distributed_training", "tfjob_from_yaml", "tfjob_retry_p
 
 @pytest.fixture(scope="module")
 def dagbag() -> Any:
-    from airflow.dag_processing.dagbag import BundleDagBag
-
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        bag = BundleDagBag(dag_folder=str(EXAMPLE_DAGS), bundle_path=EXAMPLE_DAGS, bundle_name="dags-folder")
+        bag = parse_dag_folder(EXAMPLE_DAGS, bundle_name="dags-folder")
     bag.test_warnings = [f"{w.category.__name__}: {w.message} ({w.filename}:{w.lineno})" for w in caught]
     return bag
 

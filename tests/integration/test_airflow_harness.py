@@ -14,7 +14,7 @@ def test_dag_test_runs_a_task_and_reports_failure_without_retry(dags_folder: Pat
         """
         from __future__ import annotations
         import datetime
-        from airflow.sdk.exceptions import AirflowFailException
+        from airflow.providers.common.compat.sdk import AirflowFailException
         from airflow.sdk import DAG, task
 
         with DAG("harness_probe", schedule=None, start_date=datetime.datetime(2024, 1, 1)) as dag:

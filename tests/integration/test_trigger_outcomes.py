@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import importlib
 import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
-
-from airflow.sdk._shared.module_loading import import_string
 
 from tests.integration.trigger_helpers import delete_tfjob, submit_tfjob, tfjob_exists
 from tfjob_provider.hooks.tfjob import close_async_clients
@@ -68,7 +67,8 @@ def test_a_triggerer_restart_resumes_from_the_serialized_kwargs_and_deletes_noth
     asyncio.run(shut_down_first_triggerer())
     assert tfjob_exists(name)
 
-    second = import_string(classpath)(**json.loads(json.dumps(kwargs)))
+    module_name, _, class_name = classpath.rpartition(".")  # what the triggerer does with it
+    second = getattr(importlib.import_module(module_name), class_name)(**json.loads(json.dumps(kwargs)))
 
     async def finish_training() -> None:
         await asyncio.sleep(0.5)
