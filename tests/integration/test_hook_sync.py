@@ -201,3 +201,30 @@ def test_one_api_client_and_one_connection_for_many_calls(hook_sandbox: Sandbox,
     pools = list(api_client.rest_client.pool_manager.pools._container.values())
     assert len(pools) == 1
     assert pools[0].num_connections == 1, "every call must reuse the same TLS connection"
+
+
+def test_lists_are_paged_through_the_sandbox_and_joined(hook_sandbox: Sandbox, namespace: str) -> None:
+    """``limit``/``continue`` against a real API server: every page is fetched, nothing twice."""
+    from tfjob_provider.kube import operations as ops
+    from tfjob_provider.kube import requests as rq
+
+    client = explicit_hook(hook_sandbox, namespace=namespace).client
+    batch = unique_name("paged")
+    names = sorted(f"{batch}-{index}" for index in range(5))
+    for name in names:
+        manifest = tfjob_manifest(name, runPolicy={"suspend": True})  # no pods: only the objects
+        manifest["metadata"]["labels"] = {"batch": batch}
+        client.create_tfjob(manifest, namespace=namespace)
+
+    pages: list[dict[str, str]] = []
+
+    def counting_send(session: ops.Session, request: rq.ApiRequest) -> ops.Operation[ops.Response]:
+        pages.append(request.query_dict())
+        return ops.call(session, request)
+
+    request = rq.list_tfjobs(namespace=namespace, label_selector=f"batch={batch}")
+    body = client.run(ops.call_list(client.session, request, send=counting_send, page_size=2))
+    assert sorted(item["metadata"]["name"] for item in body["items"]) == names
+    assert [page.get("limit") for page in pages] == ["2", "2", "2"]
+    assert pages[0].get("continue") is None and all(page.get("continue") for page in pages[1:])
+    assert int(body["metadata"]["resourceVersion"]) > 0

@@ -256,6 +256,69 @@ def test_events_for_several_objects_are_merged_and_sorted() -> None:
     assert [e["metadata"]["uid"] for e in events] == ["e2", "e1"]
 
 
+def pods_page(names: list[str], *, rv: str, token: str = "") -> ops.Response:
+    metadata = {"resourceVersion": rv, **({"continue": token} if token else {})}
+    return ok({"metadata": metadata, "items": [pod_obj(name, rv, "Running") for name in names]})
+
+
+def sent_lists(script: Script) -> list[dict[str, str]]:
+    return [e.request.query_dict() for e in script.sent if isinstance(e, ops.Send)]
+
+
+def test_lists_are_read_in_pages_and_joined() -> None:
+    script = Script()
+    script.on(
+        "GET",
+        "/pods",
+        pods_page(["mnist-worker-0", "mnist-worker-1"], rv="40", token="t1"),
+        pods_page(["mnist-worker-2"], rv="40"),
+    )
+    pods, _ = run(script, ops.list_job_pods(session(), "mnist", namespace="ns"))
+    assert [pod["metadata"]["name"] for pod in pods] == ["mnist-worker-0", "mnist-worker-1", "mnist-worker-2"]
+    queries = sent_lists(script)
+    assert [q["limit"] for q in queries] == [str(ops.LIST_PAGE_SIZE)] * 2
+    assert [q.get("continue") for q in queries] == [None, "t1"]
+    assert all(q["labelSelector"] == "training.kubeflow.org/job-name=mnist" for q in queries)
+
+
+def test_an_expired_continue_token_starts_the_list_over() -> None:
+    script = Script()
+    script.on(
+        "GET",
+        "/pods",
+        pods_page(["mnist-worker-0"], rv="40", token="t1"),
+        status(410, "Expired", "The provided continue parameter is too old"),
+        pods_page(["mnist-worker-0"], rv="52", token="t2"),
+        pods_page(["mnist-worker-1"], rv="52"),
+    )
+    pods, _ = run(script, ops.list_job_pods(session(), "mnist", namespace="ns"))
+    assert [pod["metadata"]["name"] for pod in pods] == ["mnist-worker-0", "mnist-worker-1"]
+    assert [q.get("continue") for q in sent_lists(script)] == [None, "t1", None, "t2"]
+
+
+def test_a_410_on_the_first_page_is_not_hidden() -> None:
+    script = Script()
+    script.on("GET", "/pods", status(410, "Expired", "too old resource version"))
+    with pytest.raises(errors.GoneError):
+        run(script, ops.list_job_pods(session(), "mnist", namespace="ns"))
+
+
+def test_a_paged_list_hands_the_watch_the_snapshot_version() -> None:
+    script = Script()
+    script.on("GET", "/tfjobs", ok({"metadata": {"resourceVersion": "10"}, "items": [tfjob_obj("9")]}))
+    script.on(
+        "GET",
+        "/pods",
+        pods_page(["mnist-worker-0"], rv="60", token="t1"),
+        pods_page(["mnist-worker-1"], rv="60"),
+    )
+    _, snapshots = run(script, ops.watch_job(session(), "mnist", namespace="ns"))
+    names = [[p["metadata"]["name"] for p in s.pods] for s in snapshots]
+    assert names == [["mnist-worker-0", "mnist-worker-1"]]
+    pod_watch = [r for r in watch_requests(script) if r.path.endswith("/pods")]
+    assert [r.query_dict()["resourceVersion"] for r in pod_watch] == ["60"]
+
+
 def test_follow_log_emits_lines_until_the_stream_ends() -> None:
     script = Script()
     script.on("GET", "/log", ops.Response(200))

@@ -33,13 +33,14 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from tfjob_provider.constants import LABEL_OPERATOR_NAME, OPERATOR_NAME, PLURAL
 from tfjob_provider.kube import requests as rq
 from tfjob_provider.kube.errors import (
     ForbiddenError,
+    GoneError,
     KubeApiError,
     NotFoundError,
     TFJobNotServedError,
@@ -197,6 +198,52 @@ def call_json(session: Session, request: ApiRequest) -> Operation[dict[str, Any]
     return parse_json(response, request)
 
 
+LIST_PAGE_SIZE = 500
+"""Items per LIST page: client-go's reflector and kubectl use 500.  Unpaged, one LIST of a busy
+namespace's pods is a response of many megabytes that the API server must build in one go (and
+that is held whole in the triggerer's memory while it is parsed)."""
+
+LIST_RESTARTS = 3
+"""How often a paged LIST starts over when its continue token expires (HTTP 410 between pages)."""
+
+
+def call_list(
+    session: Session,
+    request: ApiRequest,
+    *,
+    send: Callable[[Session, ApiRequest], Operation[Response]] = call,
+    page_size: int = LIST_PAGE_SIZE,
+) -> Operation[dict[str, Any]]:
+    """A LIST read in pages of ``page_size`` (``limit`` + ``continue``), returned as one body.
+
+    The pages of one LIST are one consistent snapshot, so the result carries the snapshot's
+    ``metadata.resourceVersion`` (from the last page) and a watch can start from it exactly as
+    after an unpaged LIST.  When the server has compacted the snapshot away between two pages it
+    answers 410; the LIST then starts over, as the reflector does.
+    """
+    for restart in range(LIST_RESTARTS + 1):
+        items: list[Any] = []
+        token = ""
+        try:
+            while True:
+                query = (*request.query, ("limit", str(page_size)))
+                page_request = replace(request, query=(*query, ("continue", token)) if token else query)
+                response = yield from send(session, page_request)
+                body = parse_json(response, page_request)
+                page = body.get("items")
+                items.extend(page if isinstance(page, list) else [])
+                found = body.get("metadata")
+                metadata: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+                token = str(metadata.get("continue") or "")
+                if not token:
+                    return {**body, "metadata": dict(metadata), "items": items}
+        except GoneError:
+            if not token or restart == LIST_RESTARTS:
+                raise
+            log.info("%s: the list's continue token expired; listing again", request.describe())
+    raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
+
 def _tfjob_call(session: Session, request: ApiRequest) -> Operation[Response]:
     """:func:`call` for tfjobs paths: a 404 without a ``Status`` body means the *type* is not
     served (the API server's plain "404 page not found"), not that the object is missing."""
@@ -269,13 +316,13 @@ def list_tfjobs(
     session: Session, *, namespace: str, label_selector: str | None = None
 ) -> Operation[list[dict[str, Any]]]:
     request = rq.list_tfjobs(namespace=namespace, label_selector=label_selector)
-    response = yield from _tfjob_call(session, request)
-    return _items(parse_json(response, request))
+    body = yield from call_list(session, request, send=_tfjob_call)
+    return _items(body)
 
 
 def list_job_pods(session: Session, name: str, *, namespace: str) -> Operation[list[dict[str, Any]]]:
     request = rq.list_pods(namespace=namespace, label_selector=rq.job_pods_selector(name))
-    body = yield from call_json(session, request)
+    body = yield from call_list(session, request)
     return sorted(_items(body), key=lambda pod: str(_name(pod)))
 
 
@@ -308,7 +355,7 @@ def list_events(
     """core/v1 events about the given objects, oldest first (one request per name)."""
     events: dict[str, dict[str, Any]] = {}
     for name in dict.fromkeys(involved_names):
-        body = yield from call_json(session, rq.list_events(namespace=namespace, involved_name=name))
+        body = yield from call_list(session, rq.list_events(namespace=namespace, involved_name=name))
         for event in _items(body):
             events[str(_meta(event, "uid") or id(event))] = event
     return sorted(events.values(), key=_event_time)
@@ -422,7 +469,7 @@ def _relist_where_needed(
     for stream in streams:
         if stream.watch.needs_list:
             request = stream.watch.next_request()
-            body = yield from call_json(session, request)
+            body = yield from call_list(session, request)
             changed |= stream.relist(stream.watch.on_list(body))
             relisted = True
     if state.initial or (relisted and changed):
@@ -652,6 +699,7 @@ def stoppable(operation: Operation[T], stopping: threading.Event) -> Operation[T
 
 
 __all__ = [
+    "LIST_PAGE_SIZE",
     "CloseStream",
     "Effect",
     "Emit",
@@ -667,6 +715,7 @@ __all__ = [
     "WatchedStream",
     "call",
     "call_json",
+    "call_list",
     "check_tfjob_served",
     "create_tfjob",
     "delete_tfjob",
