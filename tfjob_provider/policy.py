@@ -536,7 +536,48 @@ class _Judgement:
                     stuck = self._pending_too_long(entry, timeout)
                     if stuck is not None:
                         blocked.append(stuck)
+        if timeout is not None:
+            blocked.extend(self._never_created(timeout))
         return blocked
+
+    def _never_created(self, timeout: float) -> list[Cause]:
+        """Replicas with no pod at all ``timeout`` seconds after the TFJob was created.
+
+        A ResourceQuota, an admission webhook or a missing ServiceAccount makes the training
+        operator's pod creation fail; the job then waits forever with nothing Pending to time out.
+        Judged only before the job first ran (no Running/Restarting/Succeeded/Failed condition
+        yet): later, a missing pod is normally one the operator is about to recreate.  A job no
+        training operator has reconciled is left to the waiter's startup timeout, which can say
+        that no operator is there.
+        """
+        job = self.job
+        if (
+            job.ever_ran
+            or not job.reconciled
+            or job.suspend
+            or job.managed_externally
+            or job.created_at is None
+        ):
+            return []
+        waited = self.now - job.created_at
+        if waited < timedelta(seconds=timeout):
+            return []
+        occupied = self.seen.occupied_slots
+        missing: list[Cause] = []
+        for replica_type, spec in job.specs.items():
+            label = replica_type.lower()
+            for index in range(spec.replicas):
+                if (label, str(index)) in occupied:
+                    continue
+                pod = f"{job.name}-{label}-{index}"
+                clause = (
+                    f"{replica_label(replica_type, index, pod)} has no pod {int(waited.total_seconds())}s "
+                    f"after the TFJob was created, longer than Rules.pending_timeout={timeout:g}s "
+                    "(the training operator could not create it: see the TFJob's events, "
+                    "e.g. FailedCreatePod from a ResourceQuota or an admission webhook)"
+                )
+                missing.append(Cause(pod, replica_type, index, REASON_PENDING_TIMEOUT, True, clause))
+        return missing
 
     def _pending_too_long(self, entry: PodEntry, timeout: float) -> Cause | None:
         created = parse_time(as_mapping(entry.pod.get("metadata")).get("creationTimestamp"))

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.factories import NOW, make_pod, make_tfjob
+from tests.unit.factories import NOW, condition, make_pod, make_tfjob
 from tfjob_provider.policy import (
     REASON_OOM_KILLED,
     REASON_PENDING_TIMEOUT,
@@ -228,6 +228,54 @@ def test_pending_timeout_counts_phase_empty_and_skips_pods_without_creation_time
     assert decide(job, [pod], now=NOW, rules=Rules(pending_timeout=60)).reason == REASON_PENDING_TIMEOUT
     del pod["metadata"]["creationTimestamp"]
     assert decide(job, [pod], now=NOW, rules=Rules(pending_timeout=60)).state is VerdictState.PENDING
+
+
+# A ResourceQuota refused the chief's pod: the workers run, the job never starts (the TFJob was
+# created 11 minutes before NOW by the factory).
+def chief_never_created(**job: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    return make_tfjob({"Chief": 1, "Worker": 2}, **job), [make_pod("Worker", 0), make_pod("Worker", 1)]
+
+
+@pytest.mark.parametrize(("timeout", "state"), [(600, "Failed"), (900, "Pending")])
+def test_pending_timeout_covers_a_replica_whose_pod_was_never_created(timeout: int, state: str) -> None:
+    job, pods = chief_never_created()
+    assert decide(job, pods, now=NOW).state is VerdictState.PENDING  # the operator waits forever
+    verdict = decide(job, pods, now=NOW, rules=Rules(pending_timeout=timeout))
+    assert verdict.state.value == state
+    if state == "Failed":
+        assert (verdict.reason, verdict.retryable, verdict.culprits) == (
+            REASON_PENDING_TIMEOUT,
+            True,
+            ("mnist-chief-0",),
+        )
+        assert "has no pod 660s after the TFJob was created" in verdict.message
+        assert "ResourceQuota" in verdict.message
+
+
+def test_every_replica_without_a_pod_is_named() -> None:
+    verdict = decide(make_tfjob({"Chief": 1, "Worker": 2}), [], now=NOW, rules=Rules(pending_timeout=60))
+    assert verdict.reason == REASON_PENDING_TIMEOUT
+    assert set(verdict.culprits) == {"mnist-chief-0", "mnist-worker-0", "mnist-worker-1"}
+
+
+@pytest.mark.parametrize(
+    "job",
+    [
+        # It ran once (a Running condition, now False): a missing pod is one being recreated.
+        {"conditions": [condition("Created"), condition("Running", "False")]},
+        {"conditions": [condition("Created"), condition("Restarting")]},
+        # No training operator has looked at it: the waiter's startup timeout says so instead.
+        {"conditions": [], "start_time": None},
+        # Suspended jobs have no pods by design; another controller's jobs are its business.
+        {"run_policy": {"suspend": True}},
+        {"run_policy": {"managedBy": "kueue.x-k8s.io/multikueue"}},
+    ],
+)
+def test_missing_pods_are_not_judged_when_they_are_expected_to_be_missing(job: dict[str, Any]) -> None:
+    tfjob, pods = chief_never_created(**job)
+    verdict = decide(tfjob, pods, now=NOW, rules=Rules(pending_timeout=60))
+    assert verdict.reason != REASON_PENDING_TIMEOUT
+    assert verdict.state is not VerdictState.FAILED
 
 
 def test_decide_refuses_rules_of_the_wrong_type() -> None:

@@ -123,6 +123,16 @@ def test_pending_replicas_after_startup_timeout_fail_the_job() -> None:
     assert set(outcome.verdict.culprits) == {"mnist-chief-0", "mnist-worker-0"}
 
 
+def test_a_replica_whose_pod_was_never_created_is_named_after_startup_timeout() -> None:
+    job = make_tfjob({"Chief": 1, "Worker": 1})  # created 11 minutes before NOW; no Running yet
+    pods = [make_pod("Worker", phase="Running")]  # the chief's pod was refused (e.g. a quota)
+    assert target(startup_timeout=11 * 60 + 1).judge(job, pods, now=NOW) is None
+    outcome = target(startup_timeout=600).judge(job, pods, now=NOW)
+    assert outcome is not None and outcome.status == "failed" and outcome.verdict is not None
+    assert (outcome.verdict.reason, outcome.verdict.culprits) == (REASON_PENDING_TIMEOUT, ("mnist-chief-0",))
+    assert "has no pod" in outcome.message
+
+
 def test_startup_timeout_is_each_replicas_pending_limit_unless_rules_say_otherwise() -> None:
     assert target(startup_timeout=120).effective_rules().pending_timeout == 120.0
     own = Rules(pending_timeout=30)

@@ -10,7 +10,7 @@ Running pods only.  Doing all of this in one loop, with no copies of the pods, i
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,6 +81,8 @@ class Observation:
     backoff_restarts: int = 0
     #: Running pods with in-place restarts, of replica types whose restarts backoffLimit counts.
     backoff_restarted: list[PodEntry] = field(default_factory=list)
+    #: ``(type label, index label)`` of every slot holding at least one pod (a view, not a copy).
+    occupied_slots: Collection[tuple[str, str]] = ()
 
 
 def _pod_list(pods: object) -> Sequence[Any]:
@@ -213,6 +215,7 @@ def observe(job: JobView, pods: object, *, keep_restarted: bool) -> Observation:
     observation.job_failed_pods = job_failed
     observation.job_active_pods = job_active
     observation.backoff_restarts = backoff_restarts
+    observation.occupied_slots = slots.keys()
     return observation
 
 

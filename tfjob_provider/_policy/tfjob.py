@@ -34,6 +34,9 @@ _BACKOFF_MESSAGE: Final = "backoff limit"
 _DEADLINE_MESSAGE: Final = "longer than specified deadline"
 
 
+_PAST_STARTUP_CONDITIONS = frozenset({"Running", "Restarting", "Succeeded", "Failed"})
+
+
 @dataclass(frozen=True)
 class ReplicaSpec:
     """One replica type of the spec, after the operator's defaults."""
@@ -62,6 +65,8 @@ class JobView:
     active_deadline: int | None
     suspend: bool
     managed_by: str | None
+    #: ``metadata.creationTimestamp``: the clock of "pods never created" (``Rules.pending_timeout``).
+    created_at: datetime | None
     # status
     start_time: datetime | None
     reconciled: bool
@@ -75,6 +80,9 @@ class JobView:
     #: Sum of ``status.replicaStatuses[*].failed`` as last written (R9b compares against it).
     recorded_failed: int
     recorded_counts: Mapping[str, tuple[int, int, int]]
+    #: A Running, Restarting, Succeeded or Failed condition in any status: the job got past
+    #: creating its pods once, so a pod missing now is a restart in progress, not a refusal.
+    ever_ran: bool = False
 
     @property
     def display_name(self) -> str:
@@ -163,10 +171,13 @@ def read_tfjob(tfjob: object) -> JobView:
     restarting_message: str | None = None
     has_restarting = False
     suspended = False
+    ever_ran = False
     conditions = as_list(status.get("conditions"))
     for item in conditions:
         condition = as_mapping(item)
         kind = condition.get("type")
+        if kind in _PAST_STARTUP_CONDITIONS:
+            ever_ran = True
         if kind == "Restarting":
             # R7 looks for a Restarting entry whatever its status; the operator only writes True.
             has_restarting = True
@@ -205,6 +216,7 @@ def read_tfjob(tfjob: object) -> JobView:
         active_deadline=as_int(run_policy.get("activeDeadlineSeconds")),
         suspend=is_true(run_policy.get("suspend")),
         managed_by=as_str(run_policy.get("managedBy")),
+        created_at=parse_time(metadata.get("creationTimestamp")),
         start_time=start_time,
         reconciled=bool(conditions) or start_time is not None,
         failed_condition=failed,
@@ -215,4 +227,5 @@ def read_tfjob(tfjob: object) -> JobView:
         suspended_condition=suspended,
         recorded_failed=recorded_failed,
         recorded_counts=recorded,
+        ever_ran=ever_ran,
     )
