@@ -31,6 +31,8 @@ from tfjob_provider.demo.sandbox_process import RunningSandbox, start_sandbox
 from tfjob_provider.demo.scenarios import SCENARIOS
 
 E2E_DAGS = Path(__file__).with_name("e2e_dags.py")
+#: Seconds a scheduled pod waits before its containers start (an image pull, on a real node).
+STARTUP_SECONDS = 5.0
 EXAMPLE_DAG_IDS = tuple(dict.fromkeys(scenario.dag_id for scenario in SCENARIOS))
 E2E_DAG_IDS = ("e2e_triggerer_restart", "e2e_worker_killed", "e2e_killed_while_deferred")
 
@@ -60,7 +62,12 @@ def full_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FullStack]:
         no_process_left_behind(marker=marker, directory=root, report=strays),
         ProcessGroupSet(marker=marker) as processes,
     ):
-        sandbox = start_sandbox(processes, directory=root / "sandbox", env=dict(os.environ))
+        # Pods start 5 s after scheduling, as after an image pull: with the workers' 1 s wake-up
+        # below, every trigger fires well after the scheduler has drained the deferring worker's
+        # exit event (Airflow 3.3's stale defer-exit race; see docs/examples.md).
+        sandbox = start_sandbox(
+            processes, directory=root / "sandbox", env=dict(os.environ), pod_start_delay=STARTUP_SECONDS
+        )
         dags = root / "dags"
         shutil.copytree(EXAMPLE_DAGS, dags, ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copyfile(E2E_DAGS, dags / E2E_DAGS.name)
@@ -72,7 +79,13 @@ def full_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FullStack]:
             # 1.5 s steps: a trigger that fires within seconds of the deferral meets an Airflow 3.3
             # scheduler race (apache/airflow#71580, #72716) that fails the resumed try; see
             # docs/examples.md.  The demo (`airflow dags test`, no executor) is not affected.
-            extra_env=example_variables(checkpoint_dir=root / "checkpoints", step_seconds=1.5),
+            extra_env={
+                **example_variables(checkpoint_dir=root / "checkpoints", step_seconds=1.5),
+                # A task supervisor notices its process's exit at its next wake-up, every
+                # min_heartbeat_interval (5 s by default); only then does the executor report the
+                # deferral, and a trigger that fired earlier meets the race.
+                "AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL": "1",
+            },
         )
         stack.migrate()
         stack.start_all()

@@ -7,6 +7,7 @@ the guarantee that no process group outlives the node.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -14,6 +15,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 from tests.sandbox.workload_helpers import (
     container_status,
@@ -80,6 +82,30 @@ def test_never_policy_failure_keeps_exit_code(tmp_path: Path) -> None:
             terminated = container_status(pod)["state"]["terminated"]
             assert (terminated["exitCode"], terminated["reason"]) == (3, "Error")
             assert container_status(pod)["restartCount"] == 0
+
+    run(scenario())
+
+
+def test_pod_start_delay_keeps_containers_creating_then_starts_them(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with running_node(tmp_path, operator=False, pod_start_delay=0.6) as node:
+            began = time.monotonic()
+            node.store.create(PODS, pod_manifest("slow-start", sleep_then_exit(0, 0)))
+            node.store.create(PODS, pod_manifest("deleted-while-waiting", sleep_then_exit(0, 0)))
+
+            def reported() -> dict[str, Any] | None:
+                pod = node.pod("slow-start")
+                return pod if (pod.get("status") or {}).get("containerStatuses") else None
+
+            bound = await wait_for(reported)
+            assert phase(bound) == "Pending"
+            assert container_status(bound)["state"] == {"waiting": {"reason": "ContainerCreating"}}
+            node.store.delete(PODS, "deleted-while-waiting", namespace="default")
+            done = await wait_for(lambda: phase(node.pod("slow-start")) == "Succeeded", timeout=10)
+            assert done and time.monotonic() - began >= 0.6
+            await asyncio.sleep(0.3)
+            assert node.pod_or_none("deleted-while-waiting") is None
+            assert not node.events(name="deleted-while-waiting", reason="Started")
 
     run(scenario())
 

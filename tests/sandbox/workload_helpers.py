@@ -74,11 +74,18 @@ async def running_node(
     operator: bool = True,
     backoff_initial: float = 0.1,
     backoff_cap: float = 0.4,
+    pod_start_delay: float = 0.0,
     **kwargs: Any,
 ) -> AsyncIterator[Node]:
     store = Store()
     register_tfjob_admission(store)
-    kubelet = Kubelet(store, workdir=workdir, backoff_initial=backoff_initial, backoff_cap=backoff_cap)
+    kubelet = Kubelet(
+        store,
+        workdir=workdir,
+        backoff_initial=backoff_initial,
+        backoff_cap=backoff_cap,
+        pod_start_delay=pod_start_delay,
+    )
     training_operator = TrainingOperator(store, **kwargs)
     kubelet.start()
     if operator:

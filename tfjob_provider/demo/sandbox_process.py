@@ -46,12 +46,14 @@ def start_sandbox(
     directory: Path,
     env: Mapping[str, str],
     fast_restarts: bool = True,
+    pod_start_delay: float = 0.0,
     timeout: float = 60.0,
 ) -> RunningSandbox:
     """Start ``python -m tfjob_provider.sandbox serve`` (HTTPS) with its files under ``directory``.
 
     ``fast_restarts`` shortens the kubelet's CrashLoopBackOff (0.2 s doubling to 1 s) so restart
-    scenarios take seconds, not the real kubelet's 10 s to 5 min.
+    scenarios take seconds, not the real kubelet's 10 s to 5 min.  ``pod_start_delay`` keeps
+    scheduled pods in ContainerCreating that long, as an image pull would.
     """
     directory.mkdir(parents=True, exist_ok=True)
     kubeconfig = directory / "sandbox.kubeconfig"
@@ -69,6 +71,8 @@ def start_sandbox(
     ]
     if fast_restarts:
         argv += ["--backoff-initial", "0.2", "--backoff-cap", "1"]
+    if pod_start_delay > 0:
+        argv += ["--pod-start-delay", f"{pod_start_delay:g}"]
     process = processes.start("sandbox", argv, env=env, cwd=directory, log_path=directory / "sandbox.log")
     line = wait_for_line(
         process, lambda text: text.startswith(READY_PREFIX), timeout=timeout, what="'sandbox ready'"

@@ -44,6 +44,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--backoff-cap", type=float, default=10.0, help="CrashLoopBackOff ceiling, seconds")
     serve.add_argument(
+        "--pod-start-delay",
+        type=float,
+        default=0.0,
+        help="seconds a scheduled pod waits in ContainerCreating before its containers start (image pull)",
+    )
+    serve.add_argument(
         "--workdir", type=Path, help="pod working directories and logs (default: temp or state dir)"
     )
     serve.add_argument("--log-level", default="WARNING", help="Python logging level for stderr")
@@ -84,6 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         bookmark_interval=args.bookmark_interval,
         backoff_initial=args.backoff_initial,
         backoff_cap=args.backoff_cap,
+        pod_start_delay=args.pod_start_delay,
         loopback_tf_config=args.loopback_tf_config,
         workdir=args.workdir,
         allow_remote=args.allow_remote,

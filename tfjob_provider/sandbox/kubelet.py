@@ -163,6 +163,10 @@ class Kubelet:
     :param node_name: the one node's name (``spec.nodeName`` of every pod it runs).
     :param backoff_initial: first CrashLoopBackOff / image pull back-off, in seconds (kubelet: 10 s).
     :param backoff_cap: back-off ceiling, in seconds (kubelet: 300 s).
+    :param pod_start_delay: seconds between binding a pod and starting its containers, during
+        which they wait in ``ContainerCreating`` — the image pull and pod sandbox set-up a real
+        node spends (0: start at once).  Lets tests see Pending replicas, and keeps a deferred
+        task's trigger from firing within seconds of the deferral.
     :param clock: the time written into statuses and events.
     """
 
@@ -174,6 +178,7 @@ class Kubelet:
         node_name: str = "sandbox-node",
         backoff_initial: float = 1.0,
         backoff_cap: float = 10.0,
+        pod_start_delay: float = 0.0,
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
         self._store = store
@@ -181,6 +186,7 @@ class Kubelet:
         self.node_name = node_name
         self.backoff_initial = backoff_initial
         self.backoff_cap = backoff_cap
+        self.pod_start_delay = pod_start_delay
         self._clock = clock
         self._pods: dict[str, _Pod] = {}
         self._by_name: dict[tuple[str, str], str] = {}
@@ -439,6 +445,20 @@ class Kubelet:
             f"Successfully assigned {record.namespace}/{record.name} to {node}",
             component=SCHEDULER,
         )
+        if self.pod_start_delay > 0 and self._loop is not None:
+            # Admitted: startTime and containers Waiting/ContainerCreating while the "image pulls".
+            record.started_at = self._now()
+            self._mark_dirty(record)
+            self._loop.call_later(self.pod_start_delay, self._start_pod_if_still_wanted, record)
+        else:
+            self._start_pod(record)
+
+    def _start_pod_if_still_wanted(self, record: _Pod) -> None:
+        """The delayed start: skipped for a pod deleted, lost or replaced while it waited."""
+        if self._stopped or record.terminating or record.gone or record.frozen:
+            return
+        if self._pods.get(record.uid) is not record:
+            return
         self._start_pod(record)
 
     def _report_unschedulable(self, record: _Pod) -> None:
@@ -488,7 +508,7 @@ class Kubelet:
 
     def _start_pod(self, record: _Pod) -> None:
         record.directory.mkdir(parents=True, exist_ok=True)
-        record.started_at = self._now()
+        record.started_at = record.started_at or self._now()
         record.sandbox_ready = True
         if record.init_containers:
             self._start_container(record, record.init_containers[0])

@@ -50,6 +50,7 @@ class SandboxOptions:
     :param bookmark_interval: seconds between watch bookmarks (kube-apiserver: 60).
     :param backoff_initial: kubelet CrashLoopBackOff first delay, seconds.
     :param backoff_cap: kubelet CrashLoopBackOff ceiling, seconds.
+    :param pod_start_delay: seconds a bound pod's containers wait in ContainerCreating (image pull).
     :param loopback_tf_config: TF_CONFIG with 127.0.0.1 endpoints so real TF processes can connect.
     :param workdir: where pod working directories and logs go (default: state_dir or a temp dir).
     :param allow_remote: permit binding a non-loopback address.
@@ -68,6 +69,7 @@ class SandboxOptions:
     bookmark_interval: float = 60.0
     backoff_initial: float = 1.0
     backoff_cap: float = 10.0
+    pod_start_delay: float = 0.0
     loopback_tf_config: bool = False
     workdir: Path | None = None
     allow_remote: bool = False
@@ -118,6 +120,7 @@ class SandboxRuntime:
             workdir=self.workdir,
             backoff_initial=options.backoff_initial,
             backoff_cap=options.backoff_cap,
+            pod_start_delay=options.pod_start_delay,
         )
         self.operator = TrainingOperator(self.store, loopback_tf_config=options.loopback_tf_config)
         self.faults = ApiFaults(seed=options.fault_seed)
