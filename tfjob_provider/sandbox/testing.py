@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -25,21 +26,43 @@ REAL_TFJOB_CRD_ENV = "TFJOB_PROVIDER_CRD"
 _CRD_RELATIVE = Path("shared") / "crds" / "kubeflow.org_tfjobs.yaml"
 
 
-def find_real_tfjob_crd() -> Path:
+def find_real_tfjob_crd(checkout: Path | None = None) -> Path:
     """The training operator's real TFJob CRD, which the tests apply (it is never copied into the project).
 
     ``$TFJOB_PROVIDER_CRD`` if set; else ``shared/crds/kubeflow.org_tfjobs.yaml`` in the folder that
-    holds the checkout or in any folder above it; else the path beside the checkout, where it is
-    expected (a test that needs it then fails naming that path).
+    holds the checkout or in any folder above it; else the same beside the local repository this
+    checkout was cloned from (``git clone /work/main /tmp/x/p`` finds ``/work/shared``); else the
+    path beside the checkout, where it is expected (a test that needs it then fails naming that path).
     """
     configured = os.environ.get(REAL_TFJOB_CRD_ENV)
     if configured:
         return Path(configured)
-    checkout = Path(__file__).resolve().parents[2]
-    for folder in checkout.parents:
-        if (folder / _CRD_RELATIVE).is_file():
-            return folder / _CRD_RELATIVE
+    checkout = checkout or Path(__file__).resolve().parents[2]
+    origin = _local_clone_origin(checkout)
+    for start in (checkout, origin):
+        for folder in start.parents if start is not None else ():
+            if (folder / _CRD_RELATIVE).is_file():
+                return folder / _CRD_RELATIVE
     return checkout.parent / _CRD_RELATIVE
+
+
+def _local_clone_origin(checkout: Path) -> Path | None:
+    """The local repository ``checkout`` was cloned from, when its ``origin`` is a path on this machine."""
+    try:
+        found = subprocess.run(
+            ["git", "-C", str(checkout), "config", "--get", "remote.origin.url"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    url = found.stdout.strip().removeprefix("file://")
+    if not url.startswith("/"):
+        return None  # a remote URL: nothing beside it on this machine
+    origin = Path(url).resolve()
+    return origin if origin.is_dir() else None
 
 
 REAL_TFJOB_CRD = find_real_tfjob_crd()
