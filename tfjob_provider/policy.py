@@ -545,34 +545,41 @@ class _Judgement:
 
         A ResourceQuota, an admission webhook or a missing ServiceAccount makes the training
         operator's pod creation fail; the job then waits forever with nothing Pending to time out.
-        Judged only before the job first ran (no Running/Restarting/Succeeded/Failed condition
-        yet): later, a missing pod is normally one the operator is about to recreate.  A job no
-        training operator has reconciled is left to the waiter's startup timeout, which can say
-        that no operator is there.
+        Judged only before the job first ran (no Running/Restarting condition yet): later, a
+        missing pod is normally one the operator is about to recreate.  The clock starts at the
+        TFJob's creation or, for a resumed job, at its new startTime; a resume not reconciled yet
+        (Suspended still True) is not judged.
+
+        The operator's pass stops at the first pod it fails to create, before writing any status,
+        so such a job may never get a condition: pods of this job prove an operator is at work.
+        With neither status nor pods, the waiter's startup timeout reports that no operator
+        reconciles the job.  Suspended and externally managed jobs never reach this step.
         """
         job = self.job
-        if (
-            job.ever_ran
-            or not job.reconciled
-            or job.suspend
-            or job.managed_externally
-            or job.created_at is None
-        ):
+        if job.ever_ran or job.suspended_condition or job.created_at is None:
             return []
-        waited = self.now - job.created_at
+        if not job.reconciled and not self.seen.job_pods:
+            return []
+        # startTime is written at the first reconcile and again at a resume, never before creation.
+        since = job.start_time or job.created_at
+        event = "was created" if job.start_time is None else "started (status.startTime)"
+        waited = self.now - since
         if waited < timedelta(seconds=timeout):
             return []
         occupied = self.seen.occupied_slots
+        dynamic_workers_ignored = job.dynamic_workers and not workers_decide(job, self.rules.success_policy)
         missing: list[Cause] = []
         for replica_type, spec in job.specs.items():
+            if replica_type == "Worker" and dynamic_workers_ignored:
+                continue  # dynamic workers come and go; their failures never fail the job either
             label = replica_type.lower()
             for index in range(spec.replicas):
                 if (label, str(index)) in occupied:
                     continue
-                pod = f"{job.name}-{label}-{index}"
+                pod = job.pod_name(replica_type, index)
                 clause = (
                     f"{replica_label(replica_type, index, pod)} has no pod {int(waited.total_seconds())}s "
-                    f"after the TFJob was created, longer than Rules.pending_timeout={timeout:g}s "
+                    f"after the TFJob {event}, longer than Rules.pending_timeout={timeout:g}s "
                     "(the training operator could not create it: see the TFJob's events, "
                     "e.g. FailedCreatePod from a ResourceQuota or an admission webhook)"
                 )

@@ -260,7 +260,9 @@ class WaitTarget:
                 f"{NOT_RECONCILED_MESSAGE}: TFJob {self.namespace}/{self.name} has no status "
                 f"{_seconds(round(waited, 1))} after its creation "
                 f"(startup_timeout {_seconds(self.startup_timeout or 0)}). "
-                "Is the Kubeflow training operator running, and does it watch this namespace?"
+                "Is the Kubeflow training operator running, and does it watch this namespace? "
+                "If it is, see the TFJob's events: a pod it cannot create (e.g. refused by a "
+                "ResourceQuota) stops its pass before it writes any status."
             )
             culprits: tuple[str, ...] = ()
         else:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.factories import NOW, condition, make_pod, make_tfjob
+from tests.unit.factories import NOW, condition, make_pod, make_tfjob, rfc3339
 from tfjob_provider.policy import (
     REASON_OOM_KILLED,
     REASON_PENDING_TIMEOUT,
@@ -230,32 +230,41 @@ def test_pending_timeout_counts_phase_empty_and_skips_pods_without_creation_time
     assert decide(job, [pod], now=NOW, rules=Rules(pending_timeout=60)).state is VerdictState.PENDING
 
 
-# A ResourceQuota refused the chief's pod: the workers run, the job never starts (the TFJob was
-# created 11 minutes before NOW by the factory).
+# A ResourceQuota refuses the chief's pod.  The operator's pass stops at the failed creation before
+# it writes any status, so the job has no condition and no startTime; the workers' pods, created
+# first, exist.  The factory's TFJob was created 11 minutes before NOW.
 def chief_never_created(**job: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    return make_tfjob({"Chief": 1, "Worker": 2}, **job), [make_pod("Worker", 0), make_pod("Worker", 1)]
+    job = {"conditions": [], "start_time": None, **job}
+    pods = [make_pod("Worker", 0, phase="Pending"), make_pod("Worker", 1, phase="Pending")]
+    for pod in pods:
+        pod["metadata"]["creationTimestamp"] = rfc3339(NOW - timedelta(seconds=30))
+    return make_tfjob({"Chief": 1, "Worker": 2}, **job), pods
 
 
-@pytest.mark.parametrize(("timeout", "state"), [(600, "Failed"), (900, "Pending")])
-def test_pending_timeout_covers_a_replica_whose_pod_was_never_created(timeout: int, state: str) -> None:
+def test_pending_timeout_covers_a_replica_whose_pod_was_never_created() -> None:
     job, pods = chief_never_created()
-    assert decide(job, pods, now=NOW).state is VerdictState.PENDING  # the operator waits forever
-    verdict = decide(job, pods, now=NOW, rules=Rules(pending_timeout=timeout))
-    assert verdict.state.value == state
-    if state == "Failed":
-        assert (verdict.reason, verdict.retryable, verdict.culprits) == (
-            REASON_PENDING_TIMEOUT,
-            True,
-            ("mnist-chief-0",),
-        )
-        assert "has no pod 660s after the TFJob was created" in verdict.message
-        assert "ResourceQuota" in verdict.message
+    assert decide(job, pods, now=NOW).state is VerdictState.PENDING  # the operator retries forever
+    assert decide(job, pods, now=NOW, rules=Rules(pending_timeout=900)).state is VerdictState.PENDING
+    verdict = decide(job, pods, now=NOW, rules=Rules(pending_timeout=600))
+    assert (verdict.state, verdict.reason, verdict.retryable, verdict.culprits) == (
+        VerdictState.FAILED,
+        REASON_PENDING_TIMEOUT,
+        True,
+        ("mnist-chief-0",),
+    )
+    assert "has no pod 660s after the TFJob was created" in verdict.message
+    assert "ResourceQuota" in verdict.message
 
 
-def test_every_replica_without_a_pod_is_named() -> None:
-    verdict = decide(make_tfjob({"Chief": 1, "Worker": 2}), [], now=NOW, rules=Rules(pending_timeout=60))
+def test_the_clock_of_a_missing_pod_starts_at_the_latest_start_time() -> None:
+    """A resumed job gets a new startTime and its pods only then: it is not late from creation."""
+    resumed = NOW - timedelta(seconds=30)
+    job = make_tfjob({"Chief": 1, "Worker": 2}, start_time=resumed)
+    assert decide(job, [], now=NOW, rules=Rules(pending_timeout=300)).state is VerdictState.PENDING
+    verdict = decide(job, [], now=NOW + timedelta(seconds=300), rules=Rules(pending_timeout=300))
     assert verdict.reason == REASON_PENDING_TIMEOUT
     assert set(verdict.culprits) == {"mnist-chief-0", "mnist-worker-0", "mnist-worker-1"}
+    assert "started (status.startTime)" in verdict.message
 
 
 @pytest.mark.parametrize(
@@ -264,18 +273,24 @@ def test_every_replica_without_a_pod_is_named() -> None:
         # It ran once (a Running condition, now False): a missing pod is one being recreated.
         {"conditions": [condition("Created"), condition("Running", "False")]},
         {"conditions": [condition("Created"), condition("Restarting")]},
-        # No training operator has looked at it: the waiter's startup timeout says so instead.
-        {"conditions": [], "start_time": None},
-        # Suspended jobs have no pods by design; another controller's jobs are its business.
-        {"run_policy": {"suspend": True}},
-        {"run_policy": {"managedBy": "kueue.x-k8s.io/multikueue"}},
+        # Resumed but not reconciled yet: the operator is about to create the pods.
+        {"conditions": [condition("Created"), condition("Suspended")]},
+        # Dynamic workers come and go; the chief decides and is there.
+        {"conditions": [condition("Created")], "dynamic_workers": True},
     ],
 )
 def test_missing_pods_are_not_judged_when_they_are_expected_to_be_missing(job: dict[str, Any]) -> None:
-    tfjob, pods = chief_never_created(**job)
+    tfjob = make_tfjob({"Chief": 1, "Worker": 2}, **job)
+    pods = [make_pod("Chief", phase="Pending", created=NOW - timedelta(seconds=5))]
     verdict = decide(tfjob, pods, now=NOW, rules=Rules(pending_timeout=60))
     assert verdict.reason != REASON_PENDING_TIMEOUT
     assert verdict.state is not VerdictState.FAILED
+
+
+def test_no_status_and_no_pods_is_left_to_the_startup_timeout() -> None:
+    """Nothing shows an operator at work: the waiter's startup timeout says so, not this rule."""
+    job = make_tfjob({"Chief": 1}, conditions=[], start_time=None)
+    assert decide(job, [], now=NOW, rules=Rules(pending_timeout=60)).reason != REASON_PENDING_TIMEOUT
 
 
 def test_decide_refuses_rules_of_the_wrong_type() -> None:

@@ -265,5 +265,5 @@ def _entry(job: JobView, slotted: _Slotted) -> PodEntry:
     index = int(index_label)
     name = metadata.get("name")
     if not isinstance(name, str) or not name:
-        name = f"{job.name or '?'}-{replica_type.lower()}-{index}"
+        name = job.pod_name(replica_type, index)
     return PodEntry(replica_type, index, name, pod, status, phase, deleting)

@@ -34,7 +34,8 @@ _BACKOFF_MESSAGE: Final = "backoff limit"
 _DEADLINE_MESSAGE: Final = "longer than specified deadline"
 
 
-_PAST_STARTUP_CONDITIONS = frozenset({"Running", "Restarting", "Succeeded", "Failed"})
+#: Conditions the operator writes once a job's replicas ran (kept, with status False, afterwards).
+_PAST_STARTUP_CONDITIONS: Final = frozenset({"Running", "Restarting"})
 
 
 @dataclass(frozen=True)
@@ -80,15 +81,19 @@ class JobView:
     #: Sum of ``status.replicaStatuses[*].failed`` as last written (R9b compares against it).
     recorded_failed: int
     recorded_counts: Mapping[str, tuple[int, int, int]]
-    #: A Running, Restarting, Succeeded or Failed condition in any status: the job got past
-    #: creating its pods once, so a pod missing now is a restart in progress, not a refusal.
-    ever_ran: bool = False
+    #: A Running or Restarting condition in any status: the job got past creating its pods
+    #: once, so a pod missing now is a restart in progress, not a refusal.
+    ever_ran: bool
 
     @property
     def display_name(self) -> str:
         if self.namespace and self.name:
             return f"{self.namespace}/{self.name}"
         return self.name or "(unnamed)"
+
+    def pod_name(self, replica_type: str, index: int) -> str:
+        """The operator's name for a replica's pod, ``<job>-<type>-<index>``."""
+        return f"{self.name or '?'}-{replica_type.lower()}-{index}"
 
     @property
     def managed_externally(self) -> bool:
