@@ -21,7 +21,9 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import FullStack
+from tfjob_provider.constants import ANNOTATION_TRY_NUMBER
 from tfjob_provider.demo.observer import TFJobRecord
+from tfjob_provider.demo.processes import descendants
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -74,21 +76,27 @@ def wait_for_trigger_started(full_stack: FullStack, dag_id: str, run_id: str, *,
     full_stack.observer.wait_for(started, timeout=WAIT, what=f"{dag_id}: the triggerer to start the trigger")
 
 
-def parent_of(pid: int) -> int | None:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return int(stat.rsplit(")", 1)[1].split()[1])  # the field after the (command) is the state, then ppid
-
-
-def descends_from(pid: int, ancestor: int) -> bool:
-    current: int | None = pid
-    while current and current > 1:
-        if current == ancestor:
-            return True
-        current = parent_of(current)
-    return False
+def succeeds_with_the_one_tfjob(
+    full_stack: FullStack, dag_id: str, run_id: str, job: TFJobRecord, *, try_number: int
+) -> dict[str, Any]:
+    """Wait for the task to end; it must succeed on ``try_number`` with ``job`` as its only TFJob,
+    never deleted (adopted across tries, kept across triggerer restarts).  Returns the result XCom."""
+    rest, observer = full_stack.airflow.rest, full_stack.observer
+    ti = rest.wait_for_task(
+        dag_id,
+        run_id,
+        "train",
+        until=lambda ti: ti["state"] in ("success", "failed"),
+        timeout=WAIT,
+        what="the end",
+    )
+    assert (ti["state"], ti["try_number"]) == ("success", try_number)
+    result = rest.xcom(dag_id, run_id, "train")
+    assert result["uid"] == job.uid, "the task reported the TFJob it was watching from the start"
+    seen = observer.jobs_named(job.name)
+    assert [record.uid for record in seen] == [job.uid], "one TFJob, the same UID throughout"
+    assert seen[0].deletion_seen_at is None, "the TFJob was never deleted"
+    return dict(result)
 
 
 @pytest.mark.parametrize("how", ["stopped", "crashed"])
@@ -111,31 +119,21 @@ def test_triggerer_restart_mid_wait_finishes_the_task_and_never_deletes_the_tfjo
         airflow.stop("triggerer")
     else:
         airflow.crash("triggerer")
-    assert not airflow.components["triggerer"].alive()
-    # The job finishes while no triggerer is watching it.
-    stop.touch()
-    observer.wait_for(
-        lambda: observer.job(job.uid) and observer.job(job.uid).final_condition == "Succeeded",
-        timeout=WAIT,
-        what="the TFJob to succeed while the triggerer is down",
-    )
-    assert rest.task_instance(dag_id, run_id, "train")["state"] == "deferred"
-    airflow.start("triggerer")
+    try:
+        assert not airflow.components["triggerer"].alive()
+        # The job finishes while no triggerer is watching it.
+        stop.touch()
+        observer.wait_for(
+            lambda: observer.job(job.uid) and observer.job(job.uid).final_condition == "Succeeded",
+            timeout=WAIT,
+            what="the TFJob to succeed while the triggerer is down",
+        )
+        assert rest.task_instance(dag_id, run_id, "train")["state"] == "deferred"
+    finally:
+        airflow.start("triggerer")  # also when the above failed: later tests need a triggerer
 
-    ti = rest.wait_for_task(
-        dag_id,
-        run_id,
-        "train",
-        until=lambda ti: ti["state"] in ("success", "failed"),
-        timeout=WAIT,
-        what="the end",
-    )
-    assert (ti["state"], ti["try_number"]) == ("success", 1)
-    result = rest.xcom(dag_id, run_id, "train")
-    assert (result["uid"], result["state"], result["reason"]) == (job.uid, "Succeeded", "ChiefSucceeded")
-    seen = observer.jobs_named(job.name)
-    assert [record.uid for record in seen] == [job.uid], "one TFJob, the same UID throughout"
-    assert seen[0].deletion_seen_at is None, "the triggerer restart must not delete the TFJob"
+    result = succeeds_with_the_one_tfjob(full_stack, dag_id, run_id, job, try_number=1)
+    assert (result["state"], result["reason"]) == ("Succeeded", "ChiefSucceeded")
 
 
 def test_killed_worker_process_is_retried_and_the_retry_adopts_the_running_tfjob(
@@ -157,7 +155,9 @@ def test_killed_worker_process_is_retried_and_the_retry_adopts_the_running_tfjob
     # Only ever kill a process of this run: the task process descends from our scheduler (whose
     # LocalExecutor worker supervises it).  Its environment cannot tell: setproctitle overwrites it.
     scheduler = full_stack.airflow.components["scheduler"].pid
-    assert descends_from(pid, scheduler), f"pid {pid} is not a task process of our scheduler ({scheduler})"
+    assert pid in {child for child, _ in descendants(scheduler)}, (
+        f"pid {pid} is not a task process of our scheduler ({scheduler})"
+    )
     os.kill(pid, signal.SIGKILL)
 
     rest.wait_for_task(
@@ -169,21 +169,9 @@ def test_killed_worker_process_is_retried_and_the_retry_adopts_the_running_tfjob
         what="try 2 running",
     )
     stop.touch()
-    ti = rest.wait_for_task(
-        dag_id,
-        run_id,
-        "train",
-        until=lambda ti: ti["state"] in ("success", "failed"),
-        timeout=WAIT,
-        what="the end",
-    )
-    assert (ti["state"], ti["try_number"]) == ("success", 2)
-    result = rest.xcom(dag_id, run_id, "train")
-    assert result["uid"] == job.uid, "try 2 adopted the TFJob of try 1"
-    seen = observer.jobs_named(job.name)
-    assert [record.uid for record in seen] == [job.uid], "one TFJob, the same UID throughout"
-    assert seen[0].deletion_seen_at is None
-    assert seen[0].annotations.get("tfjob-provider.airflow.apache.org/try-number") == "1", "created by try 1"
+    succeeds_with_the_one_tfjob(full_stack, dag_id, run_id, job, try_number=2)
+    (record,) = observer.jobs_named(job.name)
+    assert record.annotations.get(ANNOTATION_TRY_NUMBER) == "1", "created by try 1"
 
 
 def test_task_marked_failed_while_deferred_deletes_its_tfjob(full_stack: FullStack) -> None:
