@@ -262,16 +262,6 @@ class AsyncTFJobClient:
             )
         )
 
-    def follow_log(
-        self, pod: str, *, namespace: str, container: str = "tensorflow", since_seconds: int | None = None
-    ) -> AsyncIterator[str]:
-        """Lines of a followed log as they are written, until the container ends."""
-        return self._drive(
-            ops.follow_log(
-                self.session, pod, namespace=namespace, container=container, since_seconds=since_seconds
-            )
-        )
-
     async def list_events(
         self, *, namespace: str, involved_names: list[str] | tuple[str, ...]
     ) -> list[dict[str, Any]]:

@@ -278,14 +278,20 @@ class SyncTFJobClient:
         )
 
     def follow_log(
-        self, pod: str, *, namespace: str, container: str = "tensorflow", since_seconds: int | None = None
+        self,
+        pod: str,
+        *,
+        namespace: str,
+        container: str = "tensorflow",
+        since_seconds: int | None = None,
+        stopping: threading.Event | None = None,
     ) -> Iterator[str]:
-        """Lines of a followed log, as they are written, until the container ends."""
-        return self._drive(
-            ops.follow_log(
-                self.session, pod, namespace=namespace, container=container, since_seconds=since_seconds
-            )
+        """Lines of a followed log, as they are written, until the container ends (or ``stopping``
+        is set: another thread can end the stream, see :func:`.operations.stoppable`)."""
+        follow = ops.follow_log(
+            self.session, pod, namespace=namespace, container=container, since_seconds=since_seconds
         )
+        return self._drive(follow if stopping is None else ops.stoppable(follow, stopping))
 
     def list_events(
         self, *, namespace: str, involved_names: list[str] | tuple[str, ...]
@@ -293,13 +299,17 @@ class SyncTFJobClient:
         """core/v1 events about the job and its pods, oldest first."""
         return self._run(ops.list_events(self.session, namespace=namespace, involved_names=involved_names))
 
-    def watch_job(self, name: str, *, namespace: str) -> Iterator[JobSnapshot]:
+    def watch_job(
+        self, name: str, *, namespace: str, stopping: threading.Event | None = None
+    ) -> Iterator[JobSnapshot]:
         """Snapshots of the TFJob and its pods: after the initial lists, then after every change.
 
-        Runs until the consumer stops iterating (closing the generator closes the streams) or an
-        error that retries and reconnects could not ride out is raised.
+        Runs until the consumer stops iterating (closing the generator closes the streams), until
+        ``stopping`` is set (from any thread), or until an error that retries and reconnects could
+        not ride out is raised.
         """
-        return self._drive(ops.watch_job(self.session, name, namespace=namespace))
+        watch = ops.watch_job(self.session, name, namespace=namespace)
+        return self._drive(watch if stopping is None else ops.stoppable(watch, stopping))
 
     def run(self, operation: ops.Operation[T]) -> T:
         """Run any :mod:`.operations` generator on this transport."""

@@ -26,7 +26,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from tfjob_provider.constants import DEFAULT_CONTAINER_NAME
-from tfjob_provider.kube import operations as ops
 from tfjob_provider.reporting import log_pod_for, pod_name, replica_of
 
 if TYPE_CHECKING:
@@ -125,10 +124,10 @@ class LogStreamer:
     def _follow(self, name: str, prefix: str, since: int | None) -> None:
         self._clean_end_at = None
         try:
-            follow = ops.follow_log(
-                self._client.session, name, namespace=self._namespace, since_seconds=since
+            lines = self._client.follow_log(
+                name, namespace=self._namespace, since_seconds=since, stopping=self._stopping
             )
-            for line in self._client.iterate(ops.stoppable(follow, self._stopping)):
+            for line in lines:
                 self._last_line_at = time.monotonic()
                 if len(line) > MAX_STREAMED_LINE_CHARS:
                     line = f"{line[:MAX_STREAMED_LINE_CHARS]}… (cut)"

@@ -18,18 +18,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, TypeVar, cast
+from typing import TYPE_CHECKING
 
 from tfjob_provider.concluding import read_job
-from tfjob_provider.kube import operations as ops
 from tfjob_provider.kube.errors import KubeApiError
 from tfjob_provider.wait_outcome import WaitOutcome, WaitTarget, utc_now
 
 if TYPE_CHECKING:
     from tfjob_provider.kube.sync_client import SyncTFJobClient
     from tfjob_provider.kube.tracking import JobSnapshot
-
-T = TypeVar("T")
 
 
 class SnapshotFeed:
@@ -103,8 +100,7 @@ def wait_in_worker(
     """
 
     def open_watch(stopping: threading.Event) -> Iterator[JobSnapshot]:
-        watch = ops.watch_job(client.session, target.name, namespace=target.namespace)
-        return cast("Iterator[JobSnapshot]", client.iterate(ops.stoppable(watch, stopping)))
+        return client.watch_job(target.name, namespace=target.namespace, stopping=stopping)
 
     feed = SnapshotFeed(open_watch, name=target.name)
     feed.start()
