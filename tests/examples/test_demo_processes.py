@@ -50,6 +50,23 @@ def test_stop_takes_the_whole_group_with_it(tmp_path: Path) -> None:
     assert not alive(child), "the forked child went with its group"
 
 
+def test_a_finished_process_is_never_signalled_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its PID may belong to another process by the second stop (ProcessGroupSet stops everything
+    again on exit): stopping or crashing it again must not send anything."""
+    with ProcessGroupSet(marker=new_run_marker()) as processes:
+        sleeper = [PYTHON, "-c", "import time; time.sleep(60)"]
+        stopped = processes.start("stopped", sleeper, env=dict(os.environ))
+        crashed = processes.start("crashed", sleeper, env=dict(os.environ))
+        first = stopped.stop(grace=5)
+        crashed.crash()
+        signalled: list[int] = []
+        monkeypatch.setattr(os, "killpg", lambda pid, signum: signalled.append(pid))
+        monkeypatch.setattr(os, "kill", lambda pid, signum: signalled.append(pid))
+        assert stopped.stop() == first == -signal.SIGTERM
+        assert crashed.stop() == crashed.crash() == -signal.SIGKILL
+    assert signalled == []
+
+
 def test_a_descendant_that_left_the_group_is_killed_and_reported(tmp_path: Path) -> None:
     script = (
         "import subprocess, time; c = subprocess.Popen(['sleep', '60'], start_new_session=True, env={}); "

@@ -39,6 +39,9 @@ class ManagedProcess:
     popen: subprocess.Popen[bytes]
     log_path: Path | None
     _log_file: IO[bytes] | None = field(default=None, repr=False)
+    #: Set once stopped or crashed: the leader is reaped, so its PID (the group's id) may belong
+    #: to someone else's process by now and must not be signalled again.
+    _finished: bool = field(default=False, repr=False)
 
     @property
     def pid(self) -> int:
@@ -59,7 +62,11 @@ class ManagedProcess:
 
     def stop(self, *, grace: float = 10.0) -> int | None:
         """SIGTERM the leader, wait up to ``grace`` seconds, then SIGKILL the whole group; returns
-        the leader's exit status (None if it had to be killed and could not be reaped)."""
+        the leader's exit status (None if it had to be killed and could not be reaped).  Stopping
+        again signals nothing."""
+        if self._finished:
+            self._close_log()
+            return self.popen.returncode
         if self.alive():
             with contextlib.suppress(ProcessLookupError):
                 self.popen.send_signal(signal.SIGTERM)
@@ -73,22 +80,30 @@ class ManagedProcess:
             status = self.popen.wait(timeout=10)
         except subprocess.TimeoutExpired:
             status = None
+        self._close_log()
+        self._finished = status is not None
+        return status
+
+    def _close_log(self) -> None:
         if self._log_file is not None:
             self._log_file.close()
             self._log_file = None
-        return status
 
     def crash(self) -> int | None:
         """Die as on a lost machine: SIGKILL the group and every descendant at once, no grace."""
+        if self._finished:
+            return self.popen.returncode
         family = descendants(self.pid)
         self.signal_group(signal.SIGKILL)
         for pid, _started in family:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
         try:
-            return self.popen.wait(timeout=10)
+            status: int | None = self.popen.wait(timeout=10)
         except subprocess.TimeoutExpired:
             return None
+        self._finished = True
+        return status
 
     def log_text(self) -> str:
         if self.log_path is None or not self.log_path.exists():
