@@ -67,6 +67,28 @@ def test_leases_share_one_client_and_the_last_lease_closes_it(
     asyncio.run(scenario())
 
 
+def test_a_lease_from_before_close_async_clients_leaves_the_new_client_alone(
+    hook_sandbox: Sandbox, default_connection: str
+) -> None:
+    """close_async_clients() (triggerer shutdown, tests) closes the clients under open leases; such
+    a lease ending later must not close the client a newer lease now uses."""
+
+    async def scenario() -> None:
+        old_lease, new_lease = TFJobHook().async_client_lease(), TFJobHook().async_client_lease()
+        old_client = await old_lease.__aenter__()
+        await close_async_clients()
+        assert old_client.api_client.rest_client.pool_manager.closed
+        new_client = await new_lease.__aenter__()
+        await old_lease.__aexit__(None, None, None)  # the stale lease ends while the new one holds
+        assert not new_client.api_client.rest_client.pool_manager.closed
+        await new_client.check_tfjob_served()
+        await new_lease.__aexit__(None, None, None)
+        assert new_client.api_client.rest_client.pool_manager.closed
+        assert old_client is not new_client
+
+    asyncio.run(scenario())
+
+
 def test_rate_limit_comes_from_the_airflow_config(monkeypatch: pytest.MonkeyPatch) -> None:
     from tfjob_provider.hooks.tfjob import default_rate_limit
 

@@ -349,14 +349,20 @@ class TFJobHook(BaseHook):
         key = await self._async_key()
         leases = _async_leases.setdefault(loop, {})
         leases[key] = leases.get(key, 0) + 1  # before any await: a concurrent release must see us
+        client: AsyncTFJobClient | None = None
         try:
-            yield await self.get_async_client()
+            client = await self.get_async_client()
+            yield client
         finally:
-            leases[key] -= 1
-            if leases[key] == 0:
-                del leases[key]
-                client = _async_clients.get(loop, {}).pop(key, None)
-                if client is not None:
+            remaining = leases.get(key, 0) - 1
+            if remaining > 0:
+                leases[key] = remaining
+            else:
+                leases.pop(key, None)
+                clients = _async_clients.get(loop, {})
+                # Only the client this lease held: after close_async_clients() another may sit there.
+                if client is not None and clients.get(key) is client:
+                    del clients[key]
                     await client.close()
 
     async def get_async_client(self) -> AsyncTFJobClient:
