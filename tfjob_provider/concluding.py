@@ -18,12 +18,13 @@ is noted in the report, never allowed to replace the real failure.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from airflow.providers.common.compat.sdk import AirflowException, AirflowFailException
 
+from tfjob_provider.kube import operations as ops
 from tfjob_provider.kube.errors import (
     ForbiddenError,
     InvalidError,
@@ -32,7 +33,7 @@ from tfjob_provider.kube.errors import (
     TFJobNotServedError,
 )
 from tfjob_provider.reporting import MAX_CULPRIT_LOGS, about_job, failure_report, logs_to_fetch
-from tfjob_provider.wait_outcome import WaitOutcome, uid_of
+from tfjob_provider.wait_outcome import WaitOutcome, WaitTarget, uid_of, utc_now
 
 if TYPE_CHECKING:
     from tfjob_provider.kube.sync_client import SyncTFJobClient
@@ -52,12 +53,24 @@ def read_job(
 ) -> tuple[Mapping[str, Any] | None, list[dict[str, Any]]]:
     """The TFJob (None if absent) and its pods, straight from the API server, pods first
     (:data:`~tfjob_provider.wait_outcome.FRESH_READ_ORDER`)."""
-    pods = client.list_job_pods(name, namespace=namespace)
-    try:
-        tfjob: Mapping[str, Any] | None = client.get_tfjob(name, namespace=namespace)
-    except NotFoundError:
-        return None, []
-    return tfjob, pods
+    return client.run(ops.read_job(client.session, name, namespace=namespace))
+
+
+def judge_confirmed(
+    client: SyncTFJobClient,
+    target: WaitTarget,
+    tfjob: Mapping[str, Any] | None,
+    pods: Sequence[Mapping[str, Any]],
+    *,
+    deleted: bool = False,
+) -> WaitOutcome | None:
+    """``target.judge`` a state, confirmed on a fresh read when the outcome could be stream skew
+    (:meth:`~tfjob_provider.wait_outcome.WaitTarget.needs_confirmation`) — for every sync waiter."""
+    outcome = target.judge(tfjob, pods, now=utc_now(), deleted=deleted)
+    if target.needs_confirmation(outcome):
+        tfjob, pods = read_job(client, name=target.name, namespace=target.namespace)
+        outcome = target.confirm(outcome, tfjob, pods, now=utc_now())
+    return outcome
 
 
 class translated_api_errors:
@@ -185,6 +198,7 @@ __all__ = [
     "failure_exception",
     "failure_summary",
     "gather_failure_report",
+    "judge_confirmed",
     "read_job",
     "translated_api_errors",
 ]

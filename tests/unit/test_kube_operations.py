@@ -319,6 +319,23 @@ def test_a_paged_list_hands_the_watch_the_snapshot_version() -> None:
     assert [r.query_dict()["resourceVersion"] for r in pod_watch] == ["60"]
 
 
+def test_a_fresh_read_lists_the_pods_before_it_gets_the_tfjob() -> None:
+    script = Script()
+    script.on("GET", "/pods", pods_page(["mnist-worker-0"], rv="40"))
+    script.on("GET", "/tfjobs/mnist", ok(tfjob_obj("41")))
+    (tfjob, pods), _ = run(script, ops.read_job(session(), "mnist", namespace="ns"))
+    assert tfjob["metadata"]["resourceVersion"] == "41" and len(pods) == 1
+    paths = [e.request.path for e in script.sent if isinstance(e, ops.Send)]
+    assert [path.rsplit("/", 1)[-1] for path in paths] == ["pods", "mnist"]
+
+
+def test_a_fresh_read_of_a_missing_tfjob_has_no_pods() -> None:
+    script = Script()
+    script.on("GET", "/pods", pods_page(["mnist-worker-0"], rv="40"))
+    script.on("GET", "/tfjobs/mnist", status(404, "NotFound"))
+    assert run(script, ops.read_job(session(), "mnist", namespace="ns"))[0] == (None, [])
+
+
 def test_follow_log_emits_lines_until_the_stream_ends() -> None:
     script = Script()
     script.on("GET", "/log", ops.Response(200))

@@ -588,26 +588,30 @@ def job_streams(
     ]
 
 
-def poll_job(
+def read_job(
     session: Session, name: str, *, namespace: str
 ) -> Operation[tuple[dict[str, Any] | None, list[dict[str, Any]]]]:
-    """One poll of one job: GET the TFJob (``None`` if absent) and LIST its pods — two requests."""
+    """The TFJob (``None``, and no pods, if absent) and its pods straight from the API server: one
+    LIST and one GET, pods first.  The training operator writes a terminal condition before it
+    acts on pods because of it (cleanPodPolicy), so a TFJob read after its pods is at least as
+    new as every pod change it caused (``wait_outcome.FRESH_READ_ORDER``).  Every fresh read —
+    confirmations, deadlines, polls — goes through here, sync and async alike."""
+    pods = yield from list_job_pods(session, name, namespace=namespace)
     try:
         tfjob: dict[str, Any] | None = yield from get_tfjob(session, name, namespace=namespace)
     except NotFoundError:
-        tfjob = None
-    pods = yield from list_job_pods(session, name, namespace=namespace)
+        return None, []
     return tfjob, pods
 
 
 def poll_job_snapshots(
     session: Session, name: str, *, namespace: str, tracker: JobTracker
 ) -> Operation[None]:
-    """Polling fallback for one job: every ``poll_interval`` a :func:`poll_job`; emit on change."""
+    """Polling fallback for one job: every ``poll_interval`` a :func:`read_job`; emit on change."""
     key = (namespace, name)
     last: JobSnapshot | None = None
     while True:
-        tfjob, pods = yield from poll_job(session, name, namespace=namespace)
+        tfjob, pods = yield from read_job(session, name, namespace=namespace)
         tracker.relist_tfjobs([tfjob] if tfjob is not None else [])
         tracker.relist_pods(pods)
         snapshot = tracker.snapshot(key)
@@ -725,9 +729,9 @@ __all__ = [
     "list_events",
     "list_job_pods",
     "list_tfjobs",
-    "poll_job",
     "poll_job_snapshots",
     "raise_for_status",
+    "read_job",
     "read_log_tail",
     "run_list_watches",
     "stoppable",

@@ -17,7 +17,7 @@ pod specs reduced to container names) and by each subscription keeping only the 
 snapshot, never a backlog.
 
 If the ``watch`` verb is forbidden, the shared watch falls back to polling every subscribed job
-(:func:`~.operations.poll_job`: one GET + one LIST) every ``poll_interval`` (10 s by default).
+(:func:`~.operations.read_job`: one LIST + one GET) every ``poll_interval`` (10 s by default).
 """
 
 from __future__ import annotations
@@ -197,7 +197,7 @@ class SharedJobWatch:
         while True:
             for key in list(self.subscribers):
                 _, name = key
-                tfjob, pods = await self.client.run(ops.poll_job(session, name, namespace=self.namespace))
+                tfjob, pods = await self.client.run(ops.read_job(session, name, namespace=self.namespace))
                 snapshot = _merge_poll(tracker, key, tfjob, pods)
                 self.ready = True
                 for subscription in self.subscribers.get(key, ()):

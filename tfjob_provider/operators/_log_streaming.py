@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from tfjob_provider.constants import DEFAULT_CONTAINER_NAME
@@ -129,9 +129,7 @@ class LogStreamer:
             )
             for line in lines:
                 self._last_line_at = time.monotonic()
-                if len(line) > MAX_STREAMED_LINE_CHARS:
-                    line = f"{line[:MAX_STREAMED_LINE_CHARS]}… (cut)"
-                self._emit(f"{prefix} {line}")
+                self._emit(f"{prefix} {_cut(line)}")
         except Exception as error:  # a broken log stream must never fail the task
             self._emit(f"{prefix} (log stream interrupted: {type(error).__name__}: {error})")
         else:
@@ -155,13 +153,18 @@ def print_deciding_log(
     emit: Callable[[str], None],
     tail_lines: int = RESUMED_LOG_LINES,
     limit_bytes: int = RESUMED_LOG_BYTES,
+    reported: Collection[str] = (),
 ) -> None:
     """Print the chief's (else worker-0's) log after a deferred wait: its last ``tail_lines`` lines.
 
-    Never fails the task: a log that cannot be read is reported in one line instead.
+    ``reported`` names pods whose log the failure report shows anyway (the culprits): the
+    deciding pod's is then not printed twice.  Never fails the task: a log that cannot be read
+    is reported in one line instead.
     """
     try:
         pod = log_pod_for(client.list_job_pods(name, namespace=namespace))
+        if pod is not None and pod_name(pod) in reported:
+            return
         if pod is None or _container_state(pod)[1] is None:
             emit(f"TFJob {namespace}/{name}: no chief or worker-0 log to show (its pod is gone or never ran)")
             return
@@ -174,9 +177,12 @@ def print_deciding_log(
     prefix = _prefix(pod)
     emit(f"{prefix} log of pod {pod_name(pod)} (last {tail_lines} lines; the wait ran in the triggerer):")
     for line in text.splitlines():
-        if len(line) > MAX_STREAMED_LINE_CHARS:
-            line = f"{line[:MAX_STREAMED_LINE_CHARS]}… (cut)"
-        emit(f"{prefix} {line}")
+        emit(f"{prefix} {_cut(line)}")
+
+
+def _cut(line: str) -> str:
+    """A log line as the task log shows it: cut at ``MAX_STREAMED_LINE_CHARS``."""
+    return f"{line[:MAX_STREAMED_LINE_CHARS]}… (cut)" if len(line) > MAX_STREAMED_LINE_CHARS else line
 
 
 __all__ = ["MAX_STREAMED_LINE_CHARS", "RESUMED_LOG_LINES", "LogStreamer", "print_deciding_log"]

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from tfjob_provider.concluding import read_job
+from tfjob_provider.concluding import judge_confirmed, read_job
 from tfjob_provider.kube.errors import KubeApiError
 from tfjob_provider.wait_outcome import WaitOutcome, WaitTarget, utc_now
 
@@ -137,10 +137,7 @@ def _wait(
             if snapshot is not last and on_snapshot is not None:
                 on_snapshot(snapshot)
             last = snapshot
-            outcome = target.judge(snapshot.tfjob, snapshot.pods, now=now, deleted=snapshot.deleted)
-            if outcome is not None and target.needs_confirmation(outcome):
-                tfjob, pods = read_job(client, name=target.name, namespace=target.namespace)
-                outcome = target.confirm(outcome, tfjob, pods, now=utc_now())
+            outcome = judge_confirmed(client, target, snapshot.tfjob, snapshot.pods, deleted=snapshot.deleted)
             if outcome is not None:
                 return outcome
         if error is not None:

@@ -49,6 +49,7 @@ from tfjob_provider.concluding import (
     failure_exception,
     failure_summary,
     gather_failure_report,
+    judge_confirmed,
     read_job,
     translated_api_errors,
 )
@@ -436,10 +437,7 @@ class TFJobOperator(BaseOperator):
         if submission.action != "created":
             with translated_api_errors(self.task_id):
                 tfjob, pods = read_job(client, name=name, namespace=namespace)
-                outcome = target.judge(tfjob, pods, now=utc_now())
-                if outcome is not None and target.needs_confirmation(outcome):
-                    tfjob, pods = read_job(client, name=name, namespace=namespace)
-                    outcome = target.confirm(outcome, tfjob, pods, now=utc_now())
+                outcome = judge_confirmed(client, target, tfjob, pods)
             if outcome is not None:
                 return self._conclude(context, outcome)
         if self.deferrable:
@@ -539,7 +537,13 @@ class TFJobOperator(BaseOperator):
         self._job = (outcome.name, outcome.namespace, outcome.uid)
         if self.get_logs and outcome.status in ("success", "failed"):
             print_deciding_log(
-                self.hook.client, name=outcome.name, namespace=outcome.namespace, emit=self.log.info
+                self.hook.client,
+                name=outcome.name,
+                namespace=outcome.namespace,
+                emit=self.log.info,
+                # On failure the report shows every culprit's log tail: print the chief's only if
+                # it is not one of them.
+                reported=outcome.verdict.culprits if outcome.status == "failed" and outcome.verdict else (),
             )
         return self._conclude(context, outcome)
 

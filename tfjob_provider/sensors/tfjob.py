@@ -38,6 +38,7 @@ from tfjob_provider.concluding import (
     failure_exception,
     failure_summary,
     gather_failure_report,
+    judge_confirmed,
     read_job,
     translated_api_errors,
 )
@@ -145,11 +146,8 @@ class TFJobSensor(BaseSensorOperator):
         metadata = tfjob.get("metadata")
         uid = metadata.get("uid") if isinstance(metadata, Mapping) else None
         self._publish(context, str(uid) if uid else None, target.namespace)
-        outcome = target.judge(tfjob, pods, now=utc_now())
-        if outcome is not None and target.needs_confirmation(outcome):
-            with translated_api_errors(self.task_id):
-                tfjob, pods = read_job(self.hook.client, name=target.name, namespace=target.namespace)
-            outcome = target.confirm(outcome, tfjob, pods, now=utc_now())
+        with translated_api_errors(self.task_id):
+            outcome = judge_confirmed(self.hook.client, target, tfjob, pods)
         if outcome is None:
             return False
         return PokeReturnValue(is_done=True, xcom_value=self._conclude(context, outcome))

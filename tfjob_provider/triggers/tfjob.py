@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from tfjob_provider.hooks.tfjob import TFJobHook
+from tfjob_provider.kube import operations as ops
 from tfjob_provider.kube.errors import KubeApiError, NotFoundError
 from tfjob_provider.kube.shared_watch import SharedJobWatch
 from tfjob_provider.policy import Rules
@@ -188,7 +189,7 @@ class TFJobTrigger(BaseTrigger):
             tfjob, pods = await self._read(client)
             return target.judge(tfjob, pods, now=utc_now())
         outcome = target.judge(snapshot.tfjob, snapshot.pods, now=utc_now(), deleted=snapshot.deleted)
-        if outcome is not None and target.needs_confirmation(outcome):
+        if target.needs_confirmation(outcome):
             tfjob, pods = await self._read(client)
             return target.confirm(outcome, tfjob, pods, now=utc_now())
         return outcome
@@ -196,13 +197,8 @@ class TFJobTrigger(BaseTrigger):
     async def _read(
         self, client: AsyncTFJobClient
     ) -> tuple[Mapping[str, Any] | None, Sequence[Mapping[str, Any]]]:
-        """The TFJob and its pods straight from the API server, pods first (``FRESH_READ_ORDER``)."""
-        pods = await client.list_job_pods(self.name, namespace=self.namespace)
-        try:
-            tfjob: Mapping[str, Any] | None = await client.get_tfjob(self.name, namespace=self.namespace)
-        except NotFoundError:
-            return None, []
-        return tfjob, pods
+        """The TFJob and its pods straight from the API server (:func:`.operations.read_job`)."""
+        return await client.run(ops.read_job(client.session, self.name, namespace=self.namespace))
 
     async def _at_deadline(
         self, client: AsyncTFJobClient, target: WaitTarget, snapshot: JobSnapshot | None
