@@ -13,6 +13,7 @@ stop file, so each fault is injected while the task is provably waiting.
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 from pathlib import Path
@@ -24,10 +25,13 @@ from tests.e2e.conftest import FullStack
 from tfjob_provider.constants import ANNOTATION_TRY_NUMBER
 from tfjob_provider.demo.observer import TFJobRecord
 from tfjob_provider.demo.processes import descendants
+from tfjob_provider.sandbox.testing import wait_for as _wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 WAIT = 180.0
+#: Probes here call the REST API or read the observer: 5 a second is plenty.
+eventually = functools.partial(_wait_for, interval=0.2)
 
 
 def trigger_held(full_stack: FullStack, dag_id: str, *, second: int = 0) -> tuple[str, Path]:
@@ -47,7 +51,7 @@ def running_tfjob(full_stack: FullStack, dag_id: str, run_id: str) -> TFJobRecor
         value = rest.xcom(dag_id, run_id, "train", "tfjob_name")
         return str(value) if value else None
 
-    job_name = observer.wait_for(name, timeout=WAIT, what=f"{dag_id}: the tfjob_name XCom")
+    job_name = eventually(name, timeout=WAIT, what=f"{dag_id}: the tfjob_name XCom")
 
     def running() -> TFJobRecord | None:
         jobs = observer.jobs_named(job_name)
@@ -56,7 +60,7 @@ def running_tfjob(full_stack: FullStack, dag_id: str, run_id: str) -> TFJobRecor
         rows = observer.replica_rows(jobs[-1].uid)
         return jobs[-1] if len(rows) == 2 and all(row.phase == "Running" for row in rows) else None
 
-    return observer.wait_for(running, timeout=WAIT, what=f"{dag_id}: chief and worker running")
+    return eventually(running, timeout=WAIT, what=f"{dag_id}: chief and worker running")
 
 
 def wait_for_trigger_started(full_stack: FullStack, dag_id: str, run_id: str, *, try_number: int = 1) -> None:
@@ -73,7 +77,7 @@ def wait_for_trigger_started(full_stack: FullStack, dag_id: str, run_id: str, *,
             for path in task_dir.glob(f"attempt={try_number}.log.trigger.*.log")
         )
 
-    full_stack.observer.wait_for(started, timeout=WAIT, what=f"{dag_id}: the triggerer to start the trigger")
+    eventually(started, timeout=WAIT, what=f"{dag_id}: the triggerer to start the trigger")
 
 
 def succeeds_with_the_one_tfjob(
@@ -123,7 +127,7 @@ def test_triggerer_restart_mid_wait_finishes_the_task_and_never_deletes_the_tfjo
         assert not airflow.components["triggerer"].alive()
         # The job finishes while no triggerer is watching it.
         stop.touch()
-        observer.wait_for(
+        eventually(
             lambda: observer.job(job.uid) and observer.job(job.uid).final_condition == "Succeeded",
             timeout=WAIT,
             what="the TFJob to succeed while the triggerer is down",
@@ -186,7 +190,7 @@ def test_task_marked_failed_while_deferred_deletes_its_tfjob(full_stack: FullSta
 
     rest.set_task_state(dag_id, run_id, "train", "failed")
 
-    observer.wait_for(
+    eventually(
         lambda: observer.job(job.uid) and observer.job(job.uid).deleted,
         timeout=60,
         what="the TFJob to be deleted by the trigger's on_kill",

@@ -35,8 +35,15 @@ def test_sigterm_to_the_worker_runs_on_kill_and_deletes_the_tfjob(cluster: Any, 
     path = write_dag_file(dags_folder, "kill_in_worker", DAG_SOURCE.format(command=NEVER_ENDS))
     before = signal.getsignal(signal.SIGTERM)
 
+    failures: list[BaseException] = []
+
     def terminate_once_training() -> None:
-        wait_for(lambda: running_pods_of_dag(cluster, "kill_in_worker"), timeout=90, what="training running")
+        try:
+            wait_for(
+                lambda: running_pods_of_dag(cluster, "kill_in_worker"), timeout=90, what="training running"
+            )
+        except BaseException as error:  # still end the task, then fail the test with the reason
+            failures.append(error)
         os.kill(os.getpid(), signal.SIGTERM)  # what the supervisor sends a task it kills
 
     killer = threading.Thread(target=terminate_once_training, daemon=True)
@@ -46,6 +53,7 @@ def test_sigterm_to_the_worker_runs_on_kill_and_deletes_the_tfjob(cluster: Any, 
     finally:
         killer.join(5)
         signal.signal(signal.SIGTERM, before)  # the task runner's handler must not outlive the task
+    assert failures == []
     assert outcome.task("train").state == "failed"
     wait_for(lambda: not tfjobs_of_dag(cluster, "kill_in_worker"), timeout=30, what="TFJob deleted")
 

@@ -154,8 +154,10 @@ class ClusterObserver:
             )
             thread.start()
             self._threads.append(thread)
-        for event in ready:
-            event.wait(timeout=30)
+        for event, what in zip(ready, ("pods", "tfjobs"), strict=True):
+            if not event.wait(timeout=30):
+                self.stop()
+                raise RuntimeError(f"the cluster observer could not list {what} within 30 s")
         return self
 
     def _watch(
@@ -317,17 +319,6 @@ class ClusterObserver:
                 )
             )
         return sorted(rows, key=lambda row: (_ORDER.get(row.replica_type, 99), row.index))
-
-    def wait_for(self, probe: Callable[[], Any], *, timeout: float, what: str) -> Any:
-        """Poll ``probe`` until it returns something truthy; AssertionError after ``timeout``."""
-        deadline = time.monotonic() + timeout
-        while True:
-            value = probe()
-            if value:
-                return value
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-            time.sleep(0.1)
 
 
 def _stop_note(pod: PodInstance, job: TFJobRecord | None) -> str:

@@ -13,6 +13,7 @@ which ``airflow dags test`` prints: ``… failed: <message> [<Reason>, permanent
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sqlite3
@@ -66,8 +67,10 @@ _FAILURE = re.compile(
 )
 
 
-def _connect(database: Path) -> sqlite3.Connection:
-    return sqlite3.connect(f"file:{database}?mode=ro", uri=True)
+def _connect(database: Path) -> contextlib.closing[sqlite3.Connection]:
+    """A read-only connection, closed at the end of the ``with`` block (a bare sqlite3 connection
+    used as a context manager only commits or rolls back)."""
+    return contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True))
 
 
 def read_run(database: Path, dag_id: str) -> RunRecord | None:
