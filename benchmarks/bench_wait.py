@@ -40,7 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from tfjob_provider.demo.processes import ProcessGroupSet, new_run_marker
-from tfjob_provider.demo.sandbox_process import connection_json, start_sandbox
+from tfjob_provider.demo.sandbox_process import start_sandbox
+from tfjob_provider.sandbox.kubeconfig import connection_json
 
 NAMESPACE = "default"
 READY_TIMEOUT = 60.0

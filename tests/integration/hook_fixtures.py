@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -55,12 +54,7 @@ def namespace(hook_sandbox: Sandbox) -> str:
 @pytest.fixture
 def default_connection(hook_sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> str:
     """``AIRFLOW_CONN_KUBERNETES_DEFAULT`` in the JSON form, pointing at the sandbox's kubeconfig."""
-    value = json.dumps(
-        {
-            "conn_type": "kubernetes",
-            "extra": {"kube_config_path": str(hook_sandbox.kubeconfig_path), "namespace": "default"},
-        }
-    )
+    value = hook_sandbox.airflow_conn_uri
     monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", value)
     return value
 

@@ -6,7 +6,6 @@ users copy (as the hook's RBAC test does), so the document cannot drift from wha
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from tests.integration.airflow_harness import load_dag, run_dag, write_dag_file,
 from tests.integration.cluster_queries import pods_of_job, tfjobs_of_dag
 from tests.integration.hook_fixtures import create_namespace, write_kubeconfig
 from tests.integration.test_hook_rbac import TOKEN, documented_role_rules, sandbox_with_rules, without_verb
+from tfjob_provider.sandbox.kubeconfig import connection_json
 from tfjob_provider.sandbox.testing import wait_for
 
 NAMESPACE = "training"
@@ -45,11 +45,7 @@ with DAG("{dag_id}", schedule=None, start_date=datetime.datetime(2024, 1, 1)) as
 def connect_as_limited_user(sandbox: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     create_namespace(sandbox, NAMESPACE)
     kubeconfig = write_kubeconfig(tmp_path / "limited", sandbox=sandbox, token=TOKEN, namespace=NAMESPACE)
-    connection = {
-        "conn_type": "kubernetes",
-        "extra": {"kube_config_path": str(kubeconfig), "namespace": NAMESPACE},
-    }
-    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", json.dumps(connection))
+    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", connection_json(kubeconfig, namespace=NAMESPACE))
 
 
 def run(dags_folder: Path, tmp_path: Path, dag_id: str) -> Any:

@@ -8,13 +8,13 @@ other processes anyway), and a sandbox that outlives a crashed run must be stopp
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from tfjob_provider.demo.processes import ManagedProcess, ProcessGroupSet, wait_for_line
+from tfjob_provider.sandbox.kubeconfig import connection_json
 
 READY_PREFIX = "sandbox ready "
 
@@ -31,13 +31,6 @@ class RunningSandbox:
     def connection_uri(self) -> str:
         """The value of ``AIRFLOW_CONN_KUBERNETES_DEFAULT`` for this sandbox (Airflow's JSON form)."""
         return connection_json(self.kubeconfig)
-
-
-def connection_json(kubeconfig: Path, *, namespace: str = "default") -> str:
-    """A ``kubernetes`` connection reading ``kubeconfig`` (what cncf-kubernetes' hook understands)."""
-    return json.dumps(
-        {"conn_type": "kubernetes", "extra": {"kube_config_path": str(kubeconfig), "namespace": namespace}}
-    )
 
 
 def start_sandbox(

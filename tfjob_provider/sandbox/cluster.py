@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any, TypeVar
 
 from tfjob_provider.sandbox.controller import TrainingOperator
 from tfjob_provider.sandbox.faults import ApiFaults
+from tfjob_provider.sandbox.kubeconfig import connection_json
 from tfjob_provider.sandbox.kubelet import Kubelet
 from tfjob_provider.sandbox.runtime import SandboxOptions, SandboxRuntime
 from tfjob_provider.sandbox.server import ApiServer
@@ -118,12 +118,7 @@ class Sandbox:
     @property
     def airflow_conn_uri(self) -> str:
         """The value for ``AIRFLOW_CONN_KUBERNETES_DEFAULT`` (Airflow's JSON connection form)."""
-        return json.dumps(
-            {
-                "conn_type": "kubernetes",
-                "extra": {"kube_config_path": str(self.kubeconfig_path), "namespace": "default"},
-            }
-        )
+        return connection_json(self.kubeconfig_path)
 
     @property
     def store(self) -> Store:

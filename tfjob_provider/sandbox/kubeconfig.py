@@ -9,6 +9,7 @@ the sandbox writes a standard one — a cluster with the server URL and, for HTT
 from __future__ import annotations
 
 import base64
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -54,3 +55,11 @@ def write_kubeconfig(
         yaml.safe_dump(document, handle, sort_keys=False)
     os.replace(temporary, path)
     return path
+
+
+def connection_json(kubeconfig: Path, *, namespace: str = "default") -> str:
+    """An Airflow ``kubernetes`` connection (JSON form, e.g. for ``AIRFLOW_CONN_KUBERNETES_DEFAULT``)
+    that reads ``kubeconfig``: what the cncf-kubernetes hook, and so ``TFJobHook``, understand."""
+    return json.dumps(
+        {"conn_type": "kubernetes", "extra": {"kube_config_path": str(kubeconfig), "namespace": namespace}}
+    )
