@@ -77,6 +77,9 @@ class AirflowStack:
                 "AIRFLOW__API__HOST": "127.0.0.1",
                 "AIRFLOW__API__PORT": str(self.port),
                 "AIRFLOW__API__WORKERS": "1",
+                # A database error's cause (the statement and the driver's message) in the HTTP
+                # answer, so a failing test says why and not only "look for ID ... in the logs".
+                "AIRFLOW__API__EXPOSE_STACKTRACE": "True",
                 "AIRFLOW__API__BASE_URL": self.base_url,
                 "AIRFLOW__API__SECRET_KEY": secrets.token_urlsafe(16),
                 "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(32),

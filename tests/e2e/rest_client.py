@@ -19,7 +19,7 @@ from typing import Any
 
 class RestError(Exception):
     def __init__(self, method: str, path: str, status: int, body: str) -> None:
-        super().__init__(f"{method} {path} -> HTTP {status}: {body[:500]}")
+        super().__init__(f"{method} {path} -> HTTP {status}: {body[:3000]}")
         self.status = status
         self.body = body
 

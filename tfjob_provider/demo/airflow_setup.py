@@ -23,6 +23,8 @@ EXAMPLE_DAGS = REPOSITORY / "example_dags"
 TRAINER = EXAMPLE_DAGS / "trainer"
 
 _INHERITED_PREFIXES = ("AIRFLOW__", "AIRFLOW_CONN_", "AIRFLOW_VAR_", "_AIRFLOW")
+#: Seconds an Airflow process waits for the SQLite write lock before "database is locked".
+SQLITE_BUSY_TIMEOUT_S = 60
 
 
 def airflow_cli() -> list[str]:
@@ -57,7 +59,13 @@ def airflow_environment(
         "AIRFLOW_HOME": str(home),
         "AIRFLOW__CORE__DAGS_FOLDER": str(dags_folder),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
+        # SQLite lets one process write at a time; the others wait up to pysqlite's ``timeout``
+        # (5 s by default) and then fail with "database is locked".  Five Airflow processes on a
+        # loaded 2-core machine can hold the lock longer than that (seen in CI as an HTTP 500
+        # from the api-server), so they wait longer instead.
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": (
+            f"sqlite:///{home / 'airflow.db'}?timeout={SQLITE_BUSY_TIMEOUT_S}"
+        ),
         "AIRFLOW__LOGGING__COLORED_CONSOLE_LOG": "False",
         "AIRFLOW_CONN_KUBERNETES_DEFAULT": connection_uri,
         "PYTHONUNBUFFERED": "1",

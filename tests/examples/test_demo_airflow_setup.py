@@ -1,0 +1,46 @@
+"""The throw-away Airflow installation's database settings hold under a busy SQLite file."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+from sqlalchemy import create_engine, text
+
+from tfjob_provider.demo.airflow_setup import SQLITE_BUSY_TIMEOUT_S, airflow_environment
+
+#: pysqlite's own wait for a locked database; Airflow processes that wait only this long fail
+#: with "database is locked" when another holds the write lock longer (seen in CI).
+PYSQLITE_DEFAULT_TIMEOUT_S = 5.0
+
+
+def test_a_writer_waits_out_a_write_lock_longer_than_the_driver_default(tmp_path: Path) -> None:
+    """The URL the Airflow processes get makes SQLAlchemy wait for the lock, not fail after 5 s."""
+    env = airflow_environment(tmp_path, dags_folder=tmp_path, connection_uri="kubernetes://")
+    database = tmp_path / "airflow.db"
+    with sqlite3.connect(database) as setup:
+        setup.execute("CREATE TABLE t (x INTEGER)")
+
+    holder = sqlite3.connect(database, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")  # the write lock, as a long scheduler transaction holds it
+    holder.execute("INSERT INTO t VALUES (1)")
+    hold_for = PYSQLITE_DEFAULT_TIMEOUT_S + 1.0
+    assert hold_for < SQLITE_BUSY_TIMEOUT_S, "the lock must be released before the writer gives up"
+    release = threading.Timer(hold_for, holder.commit)
+    release.start()
+    engine = create_engine(env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"])
+    started = time.monotonic()
+    try:
+        with engine.begin() as connection:
+            connection.execute(text("INSERT INTO t VALUES (2)"))
+        waited = time.monotonic() - started
+        with engine.connect() as connection:
+            rows = connection.execute(text("SELECT x FROM t ORDER BY x")).scalars().all()
+    finally:
+        release.join()
+        holder.close()
+        engine.dispose()
+    assert waited >= PYSQLITE_DEFAULT_TIMEOUT_S, f"the write did not wait for the lock ({waited:.1f}s)"
+    assert rows == [1, 2]
