@@ -48,6 +48,15 @@ class TaskLog(Protocol):
     def warning(self, event: str, *args: Any) -> Any: ...
 
 
+def outcome_from_event(task_id: str, event: Mapping[str, Any]) -> WaitOutcome:
+    """The trigger's event as a :class:`WaitOutcome`; an unreadable one (a trigger of another
+    provider version, a hand-made event) fails the try with retries, naming the task and event."""
+    try:
+        return WaitOutcome.from_event(event)
+    except ValueError as error:
+        raise AirflowException(f"{task_id}: unreadable TFJob trigger event {event!r}: {error}") from None
+
+
 def read_job(
     client: SyncTFJobClient, *, name: str, namespace: str
 ) -> tuple[Mapping[str, Any] | None, list[dict[str, Any]]]:

@@ -14,8 +14,21 @@ from tests.integration.airflow_harness import migrate_airflow_db
 
 @pytest.fixture(scope="session")
 def airflow_db() -> None:
-    """A migrated SQLite metadata DB in the session's temporary AIRFLOW_HOME."""
+    """A migrated SQLite metadata DB in the session's temporary AIRFLOW_HOME, and Airflow's ORM
+    set up in this process.
+
+    Why set up the ORM here: several tests watch the metadata DB from a helper thread while
+    ``dag.test()`` runs.  If that thread's first query configures the mappers (which imports every
+    Airflow model under SQLAlchemy's configure lock) while the main thread is importing
+    ``airflow.models.dagrun`` (holding that module's import lock, waiting for the configure lock),
+    the two wait for each other for ever; seen when such a test was the first to touch the ORM.
+    """
     migrate_airflow_db()
+    from airflow.models import import_all_models
+    from sqlalchemy.orm import configure_mappers
+
+    import_all_models()
+    configure_mappers()
 
 
 @pytest.fixture

@@ -50,6 +50,7 @@ from tfjob_provider.concluding import (
     failure_summary,
     gather_failure_report,
     judge_confirmed,
+    outcome_from_event,
     read_job,
     translated_api_errors,
 )
@@ -528,12 +529,7 @@ class TFJobOperator(BaseOperator):
 
     def execute_complete(self, context: Context, event: Mapping[str, Any]) -> Any:
         """Resume after :class:`~tfjob_provider.triggers.tfjob.TFJobTrigger` fired."""
-        try:
-            outcome = WaitOutcome.from_event(event)
-        except ValueError as error:
-            raise AirflowException(
-                f"{self.task_id}: unreadable TFJob trigger event {event!r}: {error}"
-            ) from None
+        outcome = outcome_from_event(self.task_id, event)
         self._job = (outcome.name, outcome.namespace, outcome.uid)
         if self.get_logs and outcome.status in ("success", "failed"):
             print_deciding_log(

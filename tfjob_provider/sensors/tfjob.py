@@ -39,6 +39,7 @@ from tfjob_provider.concluding import (
     failure_summary,
     gather_failure_report,
     judge_confirmed,
+    outcome_from_event,
     read_job,
     translated_api_errors,
 )
@@ -180,12 +181,7 @@ class TFJobSensor(BaseSensorOperator):
         self.defer(trigger=trigger, method_name="execute_complete", timeout=safety_net)
 
     def execute_complete(self, context: Context, event: Mapping[str, Any]) -> Any:
-        try:
-            outcome = WaitOutcome.from_event(event)
-        except ValueError as error:
-            raise AirflowException(
-                f"{self.task_id}: unreadable TFJob trigger event {event!r}: {error}"
-            ) from None
+        outcome = outcome_from_event(self.task_id, event)
         self._publish(context, outcome.uid, outcome.namespace)
         return self._conclude(context, outcome)
 
