@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -17,19 +18,18 @@ BAD_EVENTS: list[tuple[Any, str]] = [
 ]
 
 
-def tasks() -> list[Any]:
-    return [
-        TFJobOperator(task_id="train", image="trainer:1", deferrable=True),
-        TFJobSensor(task_id="watch", job_name="mnist", deferrable=True),
-    ]
+TASKS: dict[str, Callable[[], Any]] = {
+    "operator": lambda: TFJobOperator(task_id="train", image="trainer:1", deferrable=True),
+    "sensor": lambda: TFJobSensor(task_id="watch", job_name="mnist", deferrable=True),
+}
 
 
 @pytest.mark.parametrize(("event", "problem"), BAD_EVENTS)
-@pytest.mark.parametrize("task_index", [0, 1], ids=["operator", "sensor"])
+@pytest.mark.parametrize("kind", list(TASKS))
 def test_an_unreadable_event_fails_the_try_naming_the_task_and_the_problem(
-    event: Any, problem: str, task_index: int
+    event: Any, problem: str, kind: str
 ) -> None:
-    task = tasks()[task_index]
+    task = TASKS[kind]()
     with pytest.raises(AirflowException) as raised:
         task.execute_complete({}, event)
     assert not isinstance(raised.value, AirflowFailException), "a retry may read a good event"
