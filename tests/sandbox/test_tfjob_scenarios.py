@@ -10,6 +10,8 @@ second.
 from __future__ import annotations
 
 import json
+import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +45,10 @@ def _has(node: Node, job: str, kind: str) -> bool:
 
 def _condition(node: Node, job: str, kind: str) -> dict[str, Any]:
     return next(c for c in _status(node, job)["conditions"] if c["type"] == kind)
+
+
+def _parse_time(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
 def _pod_names(node: Node) -> set[str]:
@@ -240,8 +246,15 @@ def test_active_deadline_is_enforced_on_time(tmp_path: Path) -> None:
                     runPolicy={"activeDeadlineSeconds": 1, "cleanPodPolicy": "All"},
                 ),
             )
-            await wait_for(lambda: _has(node, "slow", "Running"))
-            await wait_for(lambda: _finished(node, "slow"), timeout=5)
+            # The deadline counts from status.startTime, set when the pods are created; on a busy
+            # machine it can pass before the pod is Running, so the test waits only for the end.
+            created = time.monotonic()
+            await wait_for(lambda: "slow-worker-0" in _pod_names(node) or _finished(node, "slow"))
+            await wait_for(lambda: _finished(node, "slow"), timeout=10)
+            assert time.monotonic() - created < 8.0, "the deadline was not enforced promptly"
+            status = _status(node, "slow")
+            active = _parse_time(status["completionTime"]) - _parse_time(status["startTime"])
+            assert active.total_seconds() >= 1, f"failed {active} after startTime, deadline 1s"
             failed = _condition(node, "slow", "Failed")
             assert (
                 failed["message"]
@@ -304,11 +317,13 @@ def test_ttl_deletes_the_finished_job(tmp_path: Path) -> None:
                 tfjob(
                     "brief",
                     {"Worker": replica(sleep_then_exit(0.1))},
-                    runPolicy={"ttlSecondsAfterFinished": 1},
+                    # completionTime has whole seconds, so the job may live only ttl - 1 s after
+                    # it finished; 3 s leaves the poll below a window it cannot miss on a busy machine.
+                    runPolicy={"ttlSecondsAfterFinished": 3},
                 ),
             )
             await wait_for(lambda: _finished(node, "brief"))
-            await wait_for(lambda: node.store.peek(TFJOBS, "brief") is None, timeout=5)
+            await wait_for(lambda: node.store.peek(TFJOBS, "brief") is None, timeout=8)
             await wait_for(lambda: not _pod_names(node))
 
     run(scenario())
