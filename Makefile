@@ -1,5 +1,7 @@
 # Two commands for a new user: `make demo` and `make test`.  Everything they need is
 # installed here from the committed lock (uv.lock) into .venv; nothing is installed globally.
+# The workspace holds two distributions: tfjob-provider (this folder) and tfjob-sandbox
+# (tfjob-sandbox/); the demo (demo/) belongs to neither.
 
 PYTHON ?= python3
 UV_VERSION := 0.13.9
@@ -8,8 +10,9 @@ BIN := $(VENV)/bin
 # Use a working uv from PATH when there is one, else a private copy in .tools (bootstrapped with pip).
 UV := $(or $(shell uv --version >/dev/null 2>&1 && command -v uv),.tools/bin/uv)
 PYTEST_ARGS ?=
+LINTED := tfjob_provider tfjob-sandbox/tfjob_sandbox demo tests benchmarks example_dags
 
-.PHONY: install test lint typecheck demo clean
+.PHONY: install test lint typecheck demo dist clean
 
 install: $(VENV)/.installed
 
@@ -17,13 +20,13 @@ install: $(VENV)/.installed
 	$(PYTHON) -m venv .tools
 	.tools/bin/pip install --quiet "uv==$(UV_VERSION)"
 
-$(VENV)/.installed: pyproject.toml uv.lock | $(UV)
-	$(UV) sync --frozen --extra test --python "$$(command -v $(PYTHON))"
+$(VENV)/.installed: pyproject.toml tfjob-sandbox/pyproject.toml uv.lock | $(UV)
+	$(UV) sync --frozen --all-packages --python "$$(command -v $(PYTHON))"
 	touch $@
 
 lint: install
-	$(BIN)/ruff check tfjob_provider tests benchmarks example_dags
-	$(BIN)/ruff format --check tfjob_provider tests benchmarks example_dags
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/ruff format --check $(LINTED)
 	$(BIN)/lint-imports
 
 typecheck: install
@@ -33,7 +36,7 @@ test: lint typecheck
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 demo: install
-	$(BIN)/python -m tfjob_provider.demo
+	$(BIN)/python -m demo
 
 clean:
-	rm -rf $(VENV) .tools .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .tools .pytest_cache .mypy_cache .ruff_cache dist

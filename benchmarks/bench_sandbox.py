@@ -26,11 +26,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tfjob_provider.sandbox.controller import TrainingOperator
-from tfjob_provider.sandbox.kubelet import Kubelet
-from tfjob_provider.sandbox.resources import PODS, TFJOBS
-from tfjob_provider.sandbox.store import Store
-from tfjob_provider.sandbox.webhook import register_tfjob_admission
+from tfjob_sandbox.controller import TrainingOperator
+from tfjob_sandbox.kubelet import Kubelet
+from tfjob_sandbox.resources import PODS, TFJOBS
+from tfjob_sandbox.store import Store
+from tfjob_sandbox.webhook import register_tfjob_admission
 
 
 def tfjob(name: str, command: list[str]) -> dict[str, Any]:
@@ -135,8 +135,8 @@ async def watch_latency_http(watchers: int, writes: int, workdir: Path) -> dict[
     before each create request to the event's arrival on each stream."""
     from kubernetes_asyncio import client, config
 
-    from tfjob_provider.demo.processes import ProcessGroupSet, new_run_marker
-    from tfjob_provider.demo.sandbox_process import start_sandbox
+    from demo.processes import ProcessGroupSet, new_run_marker
+    from demo.sandbox_process import start_sandbox
 
     with ProcessGroupSet(marker=new_run_marker()) as processes:
         sandbox = start_sandbox(processes, directory=workdir, env=dict(os.environ))

@@ -5,7 +5,7 @@ grows: it should notice a finished job at the physical floor (a watch, not a pol
 server almost nothing while jobs run, whatever their replica count, and keep memory bounded (no
 log reads).  This script measures exactly that, as a triggerer would run it:
 
-1. starts the sandbox with its CLI (``python -m tfjob_provider.sandbox serve``) — a separate
+1. starts the sandbox with its CLI (``python -m tfjob_sandbox serve``) — a separate
    process, so this process holds only the triggers;
 2. submits N TFJobs (one Chief plus ``--workers`` Workers) from a child process; each chief
    blocks on a FIFO and, when released, writes its own exit time (``date +%s.%N``) just before
@@ -39,9 +39,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tfjob_provider.demo.processes import ProcessGroupSet, new_run_marker
-from tfjob_provider.demo.sandbox_process import start_sandbox
-from tfjob_provider.sandbox.kubeconfig import connection_json
+from tfjob_sandbox.kubeconfig import connection_json
+
+from demo.processes import ProcessGroupSet, new_run_marker
+from demo.sandbox_process import start_sandbox
 
 NAMESPACE = "default"
 READY_TIMEOUT = 60.0
@@ -164,9 +165,10 @@ class Measured:
 async def measure(
     names: list[str], uids: dict[str, str], *, workdir: Path, kubeconfig: Path, steady: float, rate: float
 ) -> Measured:
+    from tfjob_sandbox.admin_client import SandboxAdminClient
+
     from tfjob_provider.hooks.tfjob import TFJobHook, close_async_clients
     from tfjob_provider.kube.shared_watch import SharedJobWatch
-    from tfjob_provider.sandbox.admin_client import SandboxAdminClient
     from tfjob_provider.triggers.tfjob import TFJobTrigger
 
     admin = SandboxAdminClient.from_kubeconfig(kubeconfig)

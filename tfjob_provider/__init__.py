@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__version__ = "0.1.0"
+from tfjob_provider.__about__ import __version__
 
 
 def get_provider_info() -> dict[str, Any]:

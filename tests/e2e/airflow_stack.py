@@ -3,10 +3,10 @@
 Why a harness of its own: the full-stack test must exercise what ``dag.test()`` cannot — tasks run
 by the LocalExecutor in their own supervised processes, deferral to a real triggerer process, the
 REST API as users and the UI use it — and then kill and restart pieces of it.  Every component is
-started in its own process group (:mod:`tfjob_provider.demo.processes`), can be stopped and
+started in its own process group (:mod:`demo.processes`), can be stopped and
 started again by name, and everything is stopped by PID when the test ends, passing or failing.
 
-Configuration is environment only (see :mod:`tfjob_provider.demo.airflow_setup`): SQLite,
+Configuration is environment only (see :mod:`demo.airflow_setup`): SQLite,
 LocalExecutor with parallelism 4, the simple auth manager with one admin user whose password
 file we write, a JWT secret shared by all processes, free ports for the api-server and both log
 servers (other engineers' Airflow processes may run on this machine), and short intervals so the
@@ -22,9 +22,9 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+from demo.airflow_setup import airflow_cli, airflow_environment, migrate_database
+from demo.processes import ManagedProcess, ProcessGroupSet, tail
 from tests.e2e.rest_client import AirflowRestClient, RestError
-from tfjob_provider.demo.airflow_setup import airflow_cli, airflow_environment, migrate_database
-from tfjob_provider.demo.processes import ManagedProcess, ProcessGroupSet, tail
 
 COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
 USERNAME = "e2e"

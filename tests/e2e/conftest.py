@@ -18,17 +18,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.airflow_stack import AirflowStack
-from tfjob_provider.demo.airflow_setup import EXAMPLE_DAGS, example_variables
-from tfjob_provider.demo.observer import ClusterObserver
-from tfjob_provider.demo.processes import (
+from demo.airflow_setup import EXAMPLE_DAGS, example_variables
+from demo.observer import ClusterObserver
+from demo.processes import (
     ProcessGroupSet,
     StrayProcess,
     new_run_marker,
     no_process_left_behind,
 )
-from tfjob_provider.demo.sandbox_process import RunningSandbox, start_sandbox
-from tfjob_provider.demo.scenarios import SCENARIOS
+from demo.sandbox_process import RunningSandbox, start_sandbox
+from demo.scenarios import SCENARIOS
+from tests.e2e.airflow_stack import AirflowStack
 
 E2E_DAGS = Path(__file__).with_name("e2e_dags.py")
 #: Seconds a scheduled pod waits before its containers start (an image pull, on a real node).

@@ -2,7 +2,7 @@
 
 Why reuse them: ``make demo`` and the full-stack test promise the same endings (a distributed job
 succeeds, a permanent error fails without retries, a transient one succeeds on try 2, ...), so
-they are written down once (:data:`tfjob_provider.demo.scenarios.SCENARIOS`).  Here the evidence
+they are written down once (:data:`demo.scenarios.SCENARIOS`).  Here the evidence
 comes from the REST API — task instances, XComs, the task logs of earlier tries — and from the
 cluster observer.
 """
@@ -12,10 +12,10 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from demo.outcomes import XCOM_TFJOB_FAILURE, XCOM_TFJOB_NAME, RunRecord, TaskRecord
+from demo.scenarios import SCENARIOS, Evidence, build_attempts, evaluate
+from demo.summary import ScenarioResult
 from tests.e2e.rest_client import RestError
-from tfjob_provider.demo.outcomes import XCOM_TFJOB_FAILURE, XCOM_TFJOB_NAME, RunRecord, TaskRecord
-from tfjob_provider.demo.scenarios import SCENARIOS, Evidence, build_attempts, evaluate
-from tfjob_provider.demo.summary import ScenarioResult
 from tfjob_provider.naming import job_name_for
 
 if TYPE_CHECKING:

@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tfjob_sandbox.testing import wait_for as _wait_for
 
+from demo.observer import TFJobRecord
+from demo.processes import descendants
 from tests.e2e.conftest import FullStack
 from tfjob_provider.constants import ANNOTATION_TRY_NUMBER
-from tfjob_provider.demo.observer import TFJobRecord
-from tfjob_provider.demo.processes import descendants
-from tfjob_provider.sandbox.testing import wait_for as _wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 

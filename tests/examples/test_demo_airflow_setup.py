@@ -9,7 +9,7 @@ from pathlib import Path
 
 from sqlalchemy import create_engine, text
 
-from tfjob_provider.demo.airflow_setup import SQLITE_BUSY_TIMEOUT_S, airflow_environment
+from demo.airflow_setup import SQLITE_BUSY_TIMEOUT_S, airflow_environment
 
 #: pysqlite's own wait for a locked database; Airflow processes that wait only this long fail
 #: with "database is locked" when another holds the write lock longer (seen in CI).

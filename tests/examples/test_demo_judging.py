@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from tfjob_provider.demo.observer import ReplicaRow, TFJobRecord
-from tfjob_provider.demo.outcomes import LoggedVerdict, RunRecord, TaskRecord, logged_failures
-from tfjob_provider.demo.scenarios import SCENARIOS, Attempt, Evidence, evaluate
-from tfjob_provider.demo.summary import ScenarioResult, render_summary
+from demo.observer import ReplicaRow, TFJobRecord
+from demo.outcomes import LoggedVerdict, RunRecord, TaskRecord, logged_failures
+from demo.scenarios import SCENARIOS, Attempt, Evidence, evaluate
+from demo.summary import ScenarioResult, render_summary
 
 TRANSIENT = next(s for s in SCENARIOS if s.key == "transient")
 PERMANENT = next(s for s in SCENARIOS if s.key == "permanent")
@@ -144,8 +144,8 @@ def test_summary_shows_airflow_tries_the_tfjobs_their_verdicts_and_replicas() ->
 
 
 def test_the_demo_reads_the_xcom_keys_the_provider_pushes() -> None:
+    from demo.outcomes import XCOM_TFJOB_FAILURE, XCOM_TFJOB_NAME
     from tfjob_provider.concluding import XCOM_FAILURE
-    from tfjob_provider.demo.outcomes import XCOM_TFJOB_FAILURE, XCOM_TFJOB_NAME
     from tfjob_provider.links import XCOM_NAME
 
     assert (XCOM_TFJOB_NAME, XCOM_TFJOB_FAILURE) == (XCOM_NAME, XCOM_FAILURE)
@@ -155,9 +155,7 @@ def test_the_demo_process_does_not_import_airflow() -> None:
     import subprocess
     import sys
 
-    probe = (
-        "import sys, tfjob_provider.demo.__main__; print(sorted(m for m in sys.modules if m == 'airflow'))"
-    )
+    probe = "import sys, demo.__main__; print(sorted(m for m in sys.modules if m == 'airflow'))"
     out = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
     )

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tfjob_provider.demo.processes import (
+from demo.processes import (
     RUN_MARKER,
     ProcessGroupSet,
     kill_strays,

@@ -1,6 +1,6 @@
 """``make demo`` end to end: every scenario passes and no process is left behind.
 
-It runs the demo exactly as ``make demo`` does (``python -m tfjob_provider.demo``), in a child
+It runs the demo exactly as ``make demo`` does (``python -m demo``), in a child
 process with its own working directory, so a broken example DAG, trainer, demo or provider change
 that breaks the story fails ``make test``.  Whatever happens, processes that work in that
 directory are killed afterwards and counted as a failure.
@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from tfjob_provider.demo.processes import kill_strays, leftover_processes
-from tfjob_provider.demo.scenarios import SCENARIOS
+from demo.airflow_setup import REPOSITORY
+from demo.processes import kill_strays, leftover_processes
+from demo.scenarios import SCENARIOS
 
 
 @pytest.mark.slow
@@ -26,11 +27,12 @@ def test_the_demo_passes_every_scenario_and_leaves_nothing_behind(tmp_path: Path
     started = time.monotonic()
     try:
         result = subprocess.run(
-            [sys.executable, "-m", "tfjob_provider.demo", "--workdir", str(workdir)],
+            [sys.executable, "-m", "demo", "--workdir", str(workdir)],
             capture_output=True,
             text=True,
             timeout=540,
             start_new_session=True,
+            cwd=REPOSITORY,
         )
     finally:
         strays = leftover_processes(marker="(none)", directory=workdir)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from kubernetes import client
+from tfjob_sandbox.testing import sync_api_client
 
 from tfjob_provider.constants import LABEL_DAG_ID, LABEL_JOB_NAME
-from tfjob_provider.sandbox.testing import sync_api_client
 
 
 def tfjobs_of_dag(sandbox: Any, dag_id: str, namespace: str = "default") -> list[dict[str, Any]]:

@@ -48,7 +48,7 @@ FAST_SANDBOX_OPTIONS: dict[str, Any] = {"backoff_initial": 0.2, "backoff_cap": 1
 @pytest.fixture(scope="session")
 def shared_sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """One sandbox cluster for every integration test that injects no faults (isolated by job names)."""
-    from tfjob_provider.sandbox.testing import running_sandbox
+    from tfjob_sandbox.testing import running_sandbox
 
     with running_sandbox(workdir=tmp_path_factory.mktemp("shared-pods"), **FAST_SANDBOX_OPTIONS) as sandbox:
         yield sandbox
@@ -64,7 +64,7 @@ def cluster(shared_sandbox: Any, dags_folder: Path, monkeypatch: pytest.MonkeyPa
 @pytest.fixture
 def own_cluster(tmp_path: Path, dags_folder: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """A sandbox of this test's own, for tests that inject faults or restart parts of it."""
-    from tfjob_provider.sandbox.testing import running_sandbox
+    from tfjob_sandbox.testing import running_sandbox
 
     with running_sandbox(workdir=tmp_path / "pods", **FAST_SANDBOX_OPTIONS) as sandbox:
         monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", sandbox.airflow_conn_uri)

@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 import yaml
+from tfjob_sandbox import Sandbox
+from tfjob_sandbox.testing import running_sandbox, sync_api_client, unique_name
 
-from tfjob_provider.sandbox import Sandbox
-from tfjob_provider.sandbox.testing import REAL_TFJOB_CRD, running_sandbox, sync_api_client, unique_name
+from tests.reference_crd import REFERENCE_CRD as REAL_TFJOB_CRD
 
 FAST_OPTIONS: dict[str, Any] = {"backoff_initial": 0.2, "backoff_cap": 1.0}
 
@@ -61,7 +62,7 @@ def default_connection(hook_sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -
 
 def write_kubeconfig(path: Path, *, sandbox: Sandbox, token: str, namespace: str = "default") -> Path:
     """A kubeconfig for the sandbox with another bearer token (an RBAC-limited user)."""
-    from tfjob_provider.sandbox.kubeconfig import kubeconfig_document
+    from tfjob_sandbox.kubeconfig import kubeconfig_document
 
     document = kubeconfig_document(
         server=sandbox.url, token=token, ca_pem=sandbox.ca_pem, namespace=namespace

@@ -7,14 +7,14 @@ import contextlib
 from typing import Any
 
 import pytest
+from tfjob_sandbox import Sandbox
+from tfjob_sandbox.testing import tfjob_manifest, unique_name
 
 from tfjob_provider.hooks.tfjob import TFJobHook, close_async_clients
 from tfjob_provider.kube.ratelimit import RateLimit
 from tfjob_provider.kube.retry import RetryPolicy
 from tfjob_provider.kube.shared_watch import SharedJobWatch
 from tfjob_provider.kube.tracking import JobSnapshot
-from tfjob_provider.sandbox import Sandbox
-from tfjob_provider.sandbox.testing import tfjob_manifest, unique_name
 
 pytest_plugins = ["tests.integration.hook_fixtures"]
 pytestmark = pytest.mark.timeout(120)

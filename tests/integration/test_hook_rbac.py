@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 import yaml
+from tfjob_sandbox import Sandbox
+from tfjob_sandbox.testing import running_sandbox, tfjob_manifest, unique_name
 
 from tfjob_provider.hooks.tfjob import TFJobHook
 from tfjob_provider.kube import errors
 from tfjob_provider.kube.ratelimit import RateLimit
 from tfjob_provider.kube.retry import RetryPolicy
 from tfjob_provider.kube.watching import WatchSettings
-from tfjob_provider.sandbox import Sandbox
-from tfjob_provider.sandbox.testing import running_sandbox, tfjob_manifest, unique_name
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -6,13 +6,13 @@ import time
 from typing import Any
 
 import pytest
+from tfjob_sandbox import Sandbox
+from tfjob_sandbox.testing import tfjob_manifest, unique_name, wait_for
 
 from tfjob_provider.hooks.tfjob import TFJobHook
 from tfjob_provider.kube import errors
 from tfjob_provider.kube.ratelimit import RateLimit
 from tfjob_provider.kube.retry import RetryPolicy
-from tfjob_provider.sandbox import Sandbox
-from tfjob_provider.sandbox.testing import tfjob_manifest, unique_name, wait_for
 
 pytest_plugins = ["tests.integration.hook_fixtures"]
 pytestmark = pytest.mark.timeout(120)

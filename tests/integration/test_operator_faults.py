@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
+from tfjob_sandbox.testing import unique_name, wait_for
 
 from tests.integration.airflow_harness import load_dag, run_dag, write_dag_file, xcom_value
 from tests.integration.cluster_queries import pods_of_job, tfjobs_of_dag
 from tfjob_provider.constants import ANNOTATION_TASK_ID
-from tfjob_provider.sandbox.testing import unique_name, wait_for
 
 IMAGE_PULL_DAG = """
 from __future__ import annotations

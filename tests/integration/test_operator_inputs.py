@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from kubernetes import client
+from tfjob_sandbox.testing import sync_api_client
 
 from tests.integration.airflow_harness import load_dag, run_dag, write_dag_file, xcom_value
 from tests.integration.cluster_queries import pods_of_job, tfjobs_of_dag
 from tests.integration.trigger_helpers import delete_tfjob
 from tfjob_provider.links import TFJobLink
-from tfjob_provider.sandbox.testing import sync_api_client
 
 TEMPLATED_MANIFEST = """\
 apiVersion: kubeflow.org/v1

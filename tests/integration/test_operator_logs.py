@@ -11,10 +11,11 @@ import threading
 import time
 from typing import Any
 
+from tfjob_sandbox.testing import unique_name, wait_for
+
 from tests.integration.trigger_helpers import submit_tfjob
 from tfjob_provider.hooks.tfjob import TFJobHook
 from tfjob_provider.operators._log_streaming import LogStreamer, print_deciding_log
-from tfjob_provider.sandbox.testing import unique_name, wait_for
 
 PRINT_STEPS = "import time\nfor i in range(5):\n    print(f'step {i}', flush=True)\n    time.sleep(0.2)\n"
 

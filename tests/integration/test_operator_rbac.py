@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tfjob_sandbox.kubeconfig import connection_json
+from tfjob_sandbox.testing import wait_for
 
 from tests.integration.airflow_harness import load_dag, run_dag, write_dag_file, xcom_value
 from tests.integration.cluster_queries import pods_of_job, tfjobs_of_dag
 from tests.integration.hook_fixtures import create_namespace, write_kubeconfig
 from tests.integration.test_hook_rbac import TOKEN, documented_role_rules, sandbox_with_rules, without_verb
-from tfjob_provider.sandbox.kubeconfig import connection_json
-from tfjob_provider.sandbox.testing import wait_for
 
 NAMESPACE = "training"
 

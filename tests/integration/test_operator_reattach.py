@@ -14,6 +14,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from tfjob_sandbox.testing import wait_for
+
 from tests.integration.airflow_harness import (
     load_dag,
     run_dag,
@@ -23,7 +25,6 @@ from tests.integration.airflow_harness import (
 )
 from tests.integration.cluster_queries import running_pods_of_dag, tfjobs_of_dag
 from tfjob_provider.constants import ANNOTATION_TRY_NUMBER
-from tfjob_provider.sandbox.testing import wait_for
 
 #: Trains until the test drops a release file next to it.
 WAIT_FOR_RELEASE = (

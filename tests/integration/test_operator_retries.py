@@ -6,10 +6,10 @@ from pathlib import Path
 from typing import Any
 
 from kubernetes import client
+from tfjob_sandbox.testing import sync_api_client
 
 from tests.integration.airflow_harness import load_dag, run_dag, write_dag_file, xcom_value
 from tfjob_provider.constants import ANNOTATION_TRY_NUMBER
-from tfjob_provider.sandbox.testing import sync_api_client
 
 #: First run: record itself and die as if OOM-killed (137); later runs: record and succeed.
 CRASH_ONCE = """

@@ -12,9 +12,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tfjob_sandbox.testing import unique_name
+
 from tests.integration.airflow_harness import load_dag, run_dag, write_dag_file, xcom_value
 from tests.integration.trigger_helpers import delete_tfjob, submit_tfjob
-from tfjob_provider.sandbox.testing import unique_name
 
 MODES_DAG = """
 from __future__ import annotations

@@ -14,9 +14,10 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from tfjob_sandbox.testing import unique_name
+
 from tests.integration.trigger_helpers import delete_tfjob, submit_tfjob, tfjob_exists
 from tfjob_provider.hooks.tfjob import close_async_clients
-from tfjob_provider.sandbox.testing import unique_name
 from tfjob_provider.triggers.tfjob import TFJobTrigger
 from tfjob_provider.wait_outcome import NOT_RECONCILED_MESSAGE
 

@@ -1,6 +1,6 @@
 """Fixtures for the sandbox suites: a live sandbox (per test or per module) and official clients for it.
 
-The reusable parts live in :mod:`tfjob_provider.sandbox.testing` so the Airflow integration tests
+The reusable parts live in :mod:`tfjob_sandbox.testing` so the Airflow integration tests
 can build the same fixtures.  Module-scoped fixtures keep the suites fast; tests that share one
 sandbox isolate themselves with the per-test ``namespace`` fixture.
 """
@@ -13,9 +13,8 @@ from typing import Any
 
 import pytest
 from kubernetes import client
-
-from tfjob_provider.sandbox import Sandbox
-from tfjob_provider.sandbox.testing import running_sandbox, sync_api_client, unique_name
+from tfjob_sandbox import Sandbox
+from tfjob_sandbox.testing import running_sandbox, sync_api_client, unique_name
 
 #: Short back-offs so crash-looping pods in tests restart quickly.
 FAST_OPTIONS: dict[str, Any] = {"backoff_initial": 0.2, "backoff_cap": 1.0}

@@ -14,10 +14,9 @@ import pytest
 import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
-
-from tfjob_provider.sandbox import Sandbox
-from tfjob_provider.sandbox.admin_client import SandboxAdminClient, SandboxAdminError
-from tfjob_provider.sandbox.testing import running_sandbox, tfjob_manifest
+from tfjob_sandbox import Sandbox
+from tfjob_sandbox.admin_client import SandboxAdminClient, SandboxAdminError
+from tfjob_sandbox.testing import running_sandbox, tfjob_manifest
 
 RBAC = {
     "tokens": {"airflow-token": "airflow", "nobody-token": "nobody"},
@@ -168,7 +167,7 @@ def test_plain_http_mode(tmp_path: Path) -> None:
         config = yaml.safe_load(sb.kubeconfig_path.read_text())
         assert "certificate-authority-data" not in config["clusters"][0]["cluster"]
         assert config["users"][0]["user"]["token"] == "fixed-token"
-        from tfjob_provider.sandbox.testing import sync_api_client
+        from tfjob_sandbox.testing import sync_api_client
 
         api = sync_api_client(sb)
         assert client.CoreV1Api(api).read_namespace("default").status.phase == "Active"

@@ -18,9 +18,8 @@ from typing import Any
 
 import pytest
 from kubernetes import client, config
-
-from tfjob_provider.sandbox.admin_client import SandboxAdminClient
-from tfjob_provider.sandbox.testing import pod_manifest, tfjob_manifest, wait_for
+from tfjob_sandbox.admin_client import SandboxAdminClient
+from tfjob_sandbox.testing import pod_manifest, tfjob_manifest, wait_for
 
 READY_TIMEOUT = 30.0
 
@@ -47,7 +46,7 @@ def _start(tmp_path: Path, *extra: str) -> CliSandbox:
         [
             sys.executable,
             "-m",
-            "tfjob_provider.sandbox",
+            "tfjob_sandbox",
             "serve",
             "--port",
             "0",
@@ -155,7 +154,7 @@ def test_remote_bind_is_refused_without_allow_remote(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "tfjob_provider.sandbox",
+            "tfjob_sandbox",
             "serve",
             "--host",
             "0.0.0.0",

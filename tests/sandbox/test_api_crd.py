@@ -16,9 +16,10 @@ import pytest
 import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
+from tfjob_sandbox import Sandbox
+from tfjob_sandbox.testing import running_sandbox, sync_api_client, tfjob_manifest
 
-from tfjob_provider.sandbox import Sandbox
-from tfjob_provider.sandbox.testing import REAL_TFJOB_CRD, running_sandbox, sync_api_client, tfjob_manifest
+from tests.reference_crd import REFERENCE_CRD as REAL_TFJOB_CRD
 
 GROUP, VERSION, PLURAL = "kubeflow.org", "v1", "tfjobs"
 MISSPELT_PATH = "spec.tfReplicaSpecs.Worker.template.spec.containers[0].imagePullPolicyy"

@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
-
-from tfjob_provider.sandbox.testing import pod_manifest, tfjob_manifest, wait_for
+from tfjob_sandbox.testing import pod_manifest, tfjob_manifest, wait_for
 
 GROUP, VERSION, PLURAL = "kubeflow.org", "v1", "tfjobs"
 

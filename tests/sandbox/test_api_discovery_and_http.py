@@ -8,8 +8,7 @@ import ssl
 from typing import Any
 
 from kubernetes import client, dynamic
-
-from tfjob_provider.sandbox import Sandbox
+from tfjob_sandbox import Sandbox
 
 
 def test_version_and_core_discovery(module_api_client: Any) -> None:
@@ -38,7 +37,7 @@ def test_dynamic_client_resolves_tfjobs(module_api_client: Any) -> None:
 
 def test_tfjobs_can_be_left_unserved(tmp_path: Any) -> None:
     with Sandbox(workdir=tmp_path / "pods", serve_tfjobs=False) as sb:
-        from tfjob_provider.sandbox.testing import sync_api_client
+        from tfjob_sandbox.testing import sync_api_client
 
         api = sync_api_client(sb)
         groups = {g.name for g in client.ApisApi(api).get_api_versions().groups}

@@ -12,10 +12,9 @@ from typing import Any
 import pytest
 import urllib3
 from kubernetes import client, config
-
-from tfjob_provider.sandbox import Sandbox
-from tfjob_provider.sandbox.admin_client import SandboxAdminClient
-from tfjob_provider.sandbox.testing import running_sandbox, tfjob_manifest
+from tfjob_sandbox import Sandbox
+from tfjob_sandbox.admin_client import SandboxAdminClient
+from tfjob_sandbox.testing import running_sandbox, tfjob_manifest
 
 
 @pytest.fixture

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from tfjob_sandbox import Sandbox
+from tfjob_sandbox.testing import tfjob_manifest, wait_for
 
-from tfjob_provider.sandbox import Sandbox
-from tfjob_provider.sandbox.testing import REAL_TFJOB_CRD, tfjob_manifest, wait_for
+from tests.reference_crd import REFERENCE_CRD as REAL_TFJOB_CRD
 
 KUBECTL = shutil.which("kubectl")
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed on this machine")

@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
-
-from tfjob_provider.sandbox.testing import pod_manifest, wait_for
+from tfjob_sandbox.testing import pod_manifest, wait_for
 
 FIVE_LINES = ["sh", "-c", "for i in 1 2 3 4 5; do echo line-$i; done"]
 

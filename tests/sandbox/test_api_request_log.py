@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 from kubernetes import client
-
-from tfjob_provider.sandbox import Sandbox
-from tfjob_provider.sandbox.admin_client import SandboxAdminClient
-from tfjob_provider.sandbox.testing import running_sandbox, sync_api_client
+from tfjob_sandbox import Sandbox
+from tfjob_sandbox.admin_client import SandboxAdminClient
+from tfjob_sandbox.testing import running_sandbox, sync_api_client
 
 
 @pytest.fixture

@@ -7,8 +7,7 @@ import json
 import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
-
-from tfjob_provider.sandbox.testing import pod_manifest, wait_for
+from tfjob_sandbox.testing import pod_manifest, wait_for
 
 LABELLED_PODS = {
     "a-1": {"app": "train", "tier": "worker"},

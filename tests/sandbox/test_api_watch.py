@@ -10,9 +10,8 @@ from typing import Any
 
 import pytest
 from kubernetes import client, watch
-
-from tfjob_provider.sandbox import Sandbox
-from tfjob_provider.sandbox.testing import async_api_client, running_sandbox, sync_api_client
+from tfjob_sandbox import Sandbox
+from tfjob_sandbox.testing import async_api_client, running_sandbox, sync_api_client
 
 BOOKMARK_INTERVAL = 0.3
 

@@ -10,6 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tfjob_sandbox.errors import ApiError
+from tfjob_sandbox.kubelet import Kubelet
+from tfjob_sandbox.resources import PODS
+from tfjob_sandbox.store import Store
 
 from tests.sandbox.workload_helpers import (
     container_status,
@@ -21,10 +25,6 @@ from tests.sandbox.workload_helpers import (
     sleep_then_exit,
     wait_for,
 )
-from tfjob_provider.sandbox.errors import ApiError
-from tfjob_provider.sandbox.kubelet import Kubelet
-from tfjob_provider.sandbox.resources import PODS
-from tfjob_provider.sandbox.store import Store
 
 
 def _condition(pod: dict, kind: str) -> dict:

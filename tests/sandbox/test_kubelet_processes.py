@@ -17,6 +17,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tfjob_sandbox.kubelet import go_duration
+from tfjob_sandbox.resources import PODS
+
 from tests.sandbox.workload_helpers import (
     container_status,
     group_alive,
@@ -28,8 +31,6 @@ from tests.sandbox.workload_helpers import (
     sleep_then_exit,
     wait_for,
 )
-from tfjob_provider.sandbox.kubelet import go_duration
-from tfjob_provider.sandbox.resources import PODS
 
 
 def test_container_gets_command_env_workdir_and_log(tmp_path: Path) -> None:
@@ -346,7 +347,7 @@ def test_watchdog_reaps_groups_when_the_sandbox_is_killed(tmp_path: Path) -> Non
         from pathlib import Path
         sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
         from tests.sandbox.workload_helpers import pod_manifest, running_node, wait_for
-        from tfjob_provider.sandbox.resources import PODS
+        from tfjob_sandbox.resources import PODS
 
         async def main():
             async with running_node(Path({str(tmp_path)!r}), operator=False) as node:

@@ -16,6 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tfjob_sandbox.errors import ApiError
+from tfjob_sandbox.patching import MERGE_PATCH
+from tfjob_sandbox.resources import PODS, SERVICES, TFJOBS
 
 from tests.sandbox.workload_helpers import (
     Node,
@@ -28,9 +31,6 @@ from tests.sandbox.workload_helpers import (
     tfjob,
     wait_for,
 )
-from tfjob_provider.sandbox.errors import ApiError
-from tfjob_provider.sandbox.patching import MERGE_PATCH
-from tfjob_provider.sandbox.resources import PODS, SERVICES, TFJOBS
 
 LONG = sleep_then_exit(60)
 

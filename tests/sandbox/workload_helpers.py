@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tfjob_provider.sandbox.controller import TrainingOperator
-from tfjob_provider.sandbox.kubelet import Kubelet
-from tfjob_provider.sandbox.resources import EVENTS, PODS, TFJOBS
-from tfjob_provider.sandbox.store import Store
-from tfjob_provider.sandbox.webhook import register_tfjob_admission
+from tfjob_sandbox.controller import TrainingOperator
+from tfjob_sandbox.kubelet import Kubelet
+from tfjob_sandbox.resources import EVENTS, PODS, TFJOBS
+from tfjob_sandbox.store import Store
+from tfjob_sandbox.webhook import register_tfjob_admission
 
 PY = sys.executable
 

@@ -19,6 +19,7 @@ import jsonschema
 import pytest
 import yaml
 
+from tests.reference_crd import REFERENCE_CRD as REAL_TFJOB_CRD
 from tfjob_provider.manifest import (
     ManifestError,
     Problem,
@@ -27,7 +28,6 @@ from tfjob_provider.manifest import (
     load_tfjob,
     validate_tfjob,
 )
-from tfjob_provider.sandbox.testing import REAL_TFJOB_CRD
 
 CRD_PATH = REAL_TFJOB_CRD
 HERE = Path(__file__).parent

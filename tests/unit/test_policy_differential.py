@@ -13,10 +13,10 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tfjob_sandbox.controller_reconcile import WriteStatus, reconcile
 
 from tests.unit.factories import NOW, condition, make_pod, make_tfjob
 from tfjob_provider.policy import Rules, VerdictState, decide
-from tfjob_provider.sandbox.controller_reconcile import WriteStatus, reconcile
 
 
 @st.composite

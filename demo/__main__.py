@@ -1,0 +1,57 @@
+"""``python -m demo`` (``make demo``): run the example DAGs on the sandbox and summarise.
+
+Exit status 0 when every scenario ended as expected and no process was left behind, 1 otherwise,
+2 when the demo could not run at all (e.g. not started from a clone of the repository).
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from demo.airflow_setup import EXAMPLE_DAGS, REPOSITORY
+from demo.runner import DemoSettings, run_demo
+from demo.scenarios import SCENARIOS
+
+
+def _exit_on_sigterm(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m demo", description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=REPOSITORY / ".demo",
+        help="directory for the run (emptied first; default: .demo in the repository)",
+    )
+    parser.add_argument(
+        "--only",
+        action="append",
+        choices=[scenario.key for scenario in SCENARIOS],
+        help="run only these scenarios (repeatable; default: all)",
+    )
+    parser.add_argument(
+        "--step-seconds", type=float, default=0.25, help="trainer seconds per step (default 0.25)"
+    )
+    args = parser.parse_args(argv)
+    if not (EXAMPLE_DAGS / "trainer").is_dir():
+        print(
+            f"The demo runs the example DAGs of a clone of the repository; {EXAMPLE_DAGS} is missing.",
+            file=sys.stderr,
+        )
+        return 2
+    # SIGTERM (e.g. a CI timeout) unwinds like Ctrl-C, so every process the demo started is stopped.
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    scenarios = [scenario for scenario in SCENARIOS if not args.only or scenario.key in args.only]
+    report = run_demo(DemoSettings(workdir=args.workdir, step_seconds=args.step_seconds, scenarios=scenarios))
+    print(report.summary, flush=True)
+    return 0 if report.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
