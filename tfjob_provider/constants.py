@@ -26,7 +26,7 @@ DEFAULT_PORT: Final = 2222
 REPLICA_TYPES: Final = ("Chief", "Evaluator", "Master", "PS", "Worker")
 CHIEF_TYPES: Final = ("Chief", "Master")
 
-# Labels the training operator puts on every pod and service it creates (semantics doc §5).
+# Labels the training operator puts on every pod and service it creates (docs/rules.md).
 LABEL_OPERATOR_NAME: Final = "training.kubeflow.org/operator-name"
 LABEL_JOB_NAME: Final = "training.kubeflow.org/job-name"
 LABEL_REPLICA_TYPE: Final = "training.kubeflow.org/replica-type"

@@ -4,8 +4,8 @@ Airflow needs one answer per poll or watch event — is the training done, did i
 retry worth it — and the Kubeflow training operator's own conditions are not enough: they lag
 behind the pods, hang in several documented situations (an unpullable image, a deadline nobody
 re-checks, a Restarting condition hiding a dead replica) and say "TFJobFailed" for every
-failure.  :func:`decide` therefore replays the operator's rules (v1.9, rules R1-R16 of
-``tfjob-operator-semantics.md``) on the pods themselves, improves on them where the operator
+failure.  :func:`decide` therefore replays the operator's rules (v1.9, rules R1-R16, defined in
+``docs/rules.md``) on the pods themselves, improves on them where the operator
 would hang, and classifies every failure by its cause.  ``docs/rules.md`` states every rule.
 
 Pure: standard library and :mod:`tfjob_provider.constants` only, so that the trigger, the

@@ -1,6 +1,6 @@
 """End-to-end TFJob scenarios: operator emulation + kubelet + store, real processes, v1.9.4 rules.
 
-One scenario per family of the semantics doc: who decides success (chief, worker-0, AllWorkers),
+One scenario per family of operator rules (R1-R16): who decides success (chief, worker-0, AllWorkers),
 which failures fail the job, ExitCode recreation vs permanent codes, the backoffLimit and
 deadline failures, suspend/resume, cleanPodPolicy, TTL, TF_CONFIG, managedBy, admission, and the
 operator being down.  Containers are tiny ``python -c`` programs, so each scenario takes about a

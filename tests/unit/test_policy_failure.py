@@ -1,4 +1,4 @@
-"""What fails a job (R2, R7, §8.2, §8.3, §8.10), the cause of each failure and its retry class."""
+"""What fails a job (R2, R7; docs/rules.md §2 and §8), the cause of each failure and its retry class."""
 
 from __future__ import annotations
 
@@ -141,7 +141,7 @@ def test_failure_cause_and_retry_class(
 
 @pytest.mark.parametrize("policy", ["Never", "OnFailure", "Always", "ExitCode"])
 def test_a_running_pod_being_deleted_fails_the_job_under_every_policy(policy: str) -> None:
-    """R2 / §8.10 / kubeflow/trainer#2124: counted failed, not restarted by the operator."""
+    """R2 / kubeflow/trainer#2124: counted failed, not restarted by the operator."""
     job = make_tfjob({"Chief": 1, "Worker": 2}, restart_policy=policy)
     verdict = decide(job, with_worker1(deleting=True), now=NOW)
     assert (verdict.state, verdict.reason, verdict.retryable) == (FAILED, REASON_POD_DELETED, True)
@@ -153,7 +153,7 @@ def test_pending_or_succeeded_pod_being_deleted_is_not_a_failure() -> None:
 
 
 def test_worker_failure_fails_a_job_in_chief_mode() -> None:
-    """§8.3: the operator's test of this case is named as if the job stays Running; it does not."""
+    """R8: the operator's test of this case is named as if the job stays Running; it does not."""
     verdict = decide(JOB, with_worker1(phase="Failed", exit_code=1), now=NOW)
     assert verdict.state is FAILED
 

@@ -1,4 +1,4 @@
-"""Restart policies by exit-code classes (R3, R4, R7, R14) and the Restarting condition (§8.5, §8.7).
+"""Restart policies by exit-code classes (R3, R4, R7, R14) and the Restarting condition (rules.md §8.3).
 
 Each row states what the training operator does with a replica pod in phase Failed and what the
 verdict therefore is.  The exit-code classes are the ones users meet: 0 (a clean exit in a failed
@@ -126,7 +126,7 @@ def test_exit_code_of_a_previous_run_is_not_used() -> None:
     assert verdict.state is RESTARTING  # 48879, retryable
 
 
-# --- the Restarting condition (R7 step 1, §8.5) ------------------------------------------
+# --- the Restarting condition (R7 step 1; docs/rules.md §8.3) ------------------------------------------
 
 
 def restarting_job(**kwargs: Any) -> dict[str, Any]:
@@ -147,7 +147,7 @@ def test_restarting_condition_masks_a_pod_being_deleted() -> None:
 
 
 def test_restarting_condition_does_not_hide_a_failed_never_replica() -> None:
-    """§8.5: the operator would stay Restarting forever; the provider fails the job."""
+    """docs/rules.md §8.3: the operator would stay Restarting forever; the provider fails the job."""
     job = restarting_job(replicas={"Chief": 1, "Worker": 2, "PS": 1}, restart_policy={"Worker": "OnFailure"})
     pods = [
         make_pod("Chief"),
@@ -202,7 +202,7 @@ def test_restarting_condition_stays_while_decider_is_not_running() -> None:
     assert "restarting because Worker" in verdict.message
 
 
-# --- in-place restarts (§8.7) and Rules.fail_on_worker_failure ------------------------------
+# --- in-place restarts (docs/rules.md §8.7) and Rules.fail_on_worker_failure ------------------------------
 
 
 def crash_looping(

@@ -441,7 +441,7 @@ def test_pods_of_replica_types_missing_from_the_spec_do_not_count() -> None:
     )
 
 
-# --- the operator's defaults (§6) ------------------------------------------------------------------
+# --- the operator's defaults (rules.md §5) ------------------------------------------------------------------
 
 
 def test_case_variants_of_replica_keys_are_normalised() -> None:

@@ -209,7 +209,7 @@ def test_pending_timeout(waited: timedelta, state: str) -> None:
         "Worker", 1, phase="Pending", created=NOW - waited, unschedulable="0/4 nodes have nvidia.com/gpu"
     )
     pods = [make_pod("Chief"), make_pod("Worker", 0), stuck]
-    assert decide(job, pods, now=NOW).state.value == "Running"  # the operator waits forever (§8.14)
+    assert decide(job, pods, now=NOW).state.value == "Running"  # the operator waits forever (rules.md §8.1)
     verdict = decide(job, pods, now=NOW, rules=Rules(pending_timeout=900))
     assert verdict.state.value == state
     if state == "Failed":

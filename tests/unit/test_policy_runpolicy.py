@@ -1,4 +1,4 @@
-"""runPolicy: backoffLimit (R9, §8.8), activeDeadlineSeconds (R10, §8.9), suspend (R13), managedBy."""
+"""runPolicy: backoffLimit (R9), activeDeadlineSeconds (R10; docs/rules.md §8.2), suspend (R13), managedBy."""
 
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ def test_backoff_ignores_restarts_of_pods_no_longer_running() -> None:
 
 
 def test_exit_code_restarts_never_reach_the_backoff_limit() -> None:
-    """§8.8 / kubeflow/trainer#2045: ExitCode replaces pods, so restartCount stays 0."""
+    """R9 / kubeflow/trainer#2045: ExitCode replaces pods, so restartCount stays 0."""
     job = backoff_job(1, policy="ExitCode")
     pods = [make_pod("Chief"), make_pod("Worker", 0), make_pod("Worker", 1, phase="Failed", exit_code=137)]
     verdict = decide(job, pods, now=NOW)

@@ -1,4 +1,4 @@
-"""Who decides success (R5, R6, §1, §8.1-8.4, §8.16) and Rules.success_policy overrides."""
+"""Who decides success (R5, R6; docs/rules.md §1) and Rules.success_policy overrides."""
 
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ def test_worker_mode_worker0_decides_by_default() -> None:
 
 
 def test_worker0_without_tensorflow_exit_code_is_not_completed() -> None:
-    """§8.4: the operator's own status test relies on this — a Succeeded pod without a status."""
+    """The operator's own status test relies on this — a Succeeded pod without a status."""
     job = make_tfjob({"Worker": 4})
     pods = [
         make_pod("Worker", 0, phase="Succeeded", exit_code=None),
@@ -137,13 +137,13 @@ def test_running_workers_do_not_make_a_chief_job_running() -> None:
 
 
 def test_zero_chief_replicas_succeed_at_once() -> None:
-    """§8.16: (replicas - succeeded) == 0 holds for replicas 0 as soon as the job is reconciled."""
+    """R16 with R5/R6: (replicas - succeeded) == 0 holds for replicas 0 as soon as the job is reconciled."""
     job = make_tfjob({"Chief": 0, "Worker": 1})
     assert decide(job, [make_pod("Worker")], now=NOW).state is SUCCEEDED
 
 
 def test_success_and_failure_in_the_same_pass_is_failed() -> None:
-    """R8 / §8.3: Succeeded and Failed both set, Failed last; the SDK reads Failed first."""
+    """R8: Succeeded and Failed both set, Failed last; the SDK reads Failed first."""
     job = make_tfjob({"Chief": 1, "Worker": 2})
     pods = [
         make_pod("Chief", phase="Succeeded"),
@@ -207,7 +207,7 @@ def test_running_condition_false_is_not_running() -> None:
 
 
 def test_sticky_running_condition_keeps_running() -> None:
-    """§8.15: Running stays True until something replaces it, even with no pod running now."""
+    """R8: Running stays True until something replaces it, even with no pod running now."""
     job = make_tfjob(conditions=[condition("Created"), condition("Running")])
     assert decide(job, [make_pod("Chief", phase="Pending")], now=NOW).state is RUNNING
 
@@ -234,7 +234,7 @@ def test_dynamic_worker_other_than_worker0_failing_keeps_worker_mode_running() -
 
 
 def test_dynamic_worker0_failing_for_good_fails_the_job() -> None:
-    """§8.15: the operator would hang in Running; worker-0 can never succeed any more."""
+    """docs/rules.md §8.4: the operator would hang in Running; worker-0 can never succeed any more."""
     job = make_tfjob({"Worker": 3}, dynamic_workers=True)
     pods = [make_pod("Worker", 0, phase="Failed", exit_code=1), make_pod("Worker", 1), make_pod("Worker", 2)]
     verdict = decide(job, pods, now=NOW)

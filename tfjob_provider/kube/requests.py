@@ -95,7 +95,7 @@ def _core_path(namespace: str, resource: str, name: str | None = None, sub: str 
 
 
 def job_pods_selector(name: str) -> str:
-    """Label selector for the pods the training operator creates for TFJob ``name`` (semantics §5)."""
+    """Label selector for the pods the training operator creates for TFJob ``name`` (docs/rules.md)."""
     return f"{LABEL_JOB_NAME}={name}"
 
 
