@@ -8,6 +8,7 @@ the guarantee that no process group outlives the node.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -300,7 +301,83 @@ def test_termination_message_from_file_and_from_logs(tmp_path: Path) -> None:
             by_file = await wait_for(lambda: phase(node.pod("by-file")) == "Failed" and node.pod("by-file"))
             by_log = await wait_for(lambda: phase(node.pod("by-log")) == "Failed" and node.pod("by-log"))
             assert container_status(by_file)["state"]["terminated"]["message"] == "bad data"
-            assert container_status(by_log)["state"]["terminated"]["message"] == "traceback here"
+            assert container_status(by_log)["state"]["terminated"]["message"] == "traceback here\n"
+
+    run(scenario())
+
+
+def test_termination_message_path_is_given_in_the_environment(tmp_path: Path) -> None:
+    """A program finds its (relocated) terminationMessagePath through the environment, and the
+    kubelet reads it on success too."""
+    writes = py(
+        "import json, os; path = os.environ['TFJOB_SANDBOX_TERMINATION_MESSAGE_PATH'];"
+        "open(path, 'w').write(json.dumps({'path': path}))"
+    )
+
+    async def scenario() -> None:
+        async with running_node(tmp_path, operator=False) as node:
+            node.store.create(PODS, pod_manifest("custom", writes, terminationMessagePath="/tmp/result.json"))
+            pod = await wait_for(lambda: phase(node.pod("custom")) == "Succeeded" and node.pod("custom"))
+            message = json.loads(container_status(pod)["state"]["terminated"]["message"])
+            uid = pod["metadata"]["uid"]
+            assert Path(message["path"]) == tmp_path / "pods" / f"default_custom_{uid}" / "tmp" / "result.json"
+
+    run(scenario())
+
+
+def test_termination_message_keeps_the_last_4096_bytes_like_kubelet(tmp_path: Path) -> None:
+    writes = py(
+        "import os; open(os.environ['TFJOB_SANDBOX_TERMINATION_MESSAGE_PATH'], 'w')"
+        ".write('A' * 100 + 'B' * 4096)"
+    )
+
+    async def scenario() -> None:
+        async with running_node(tmp_path, operator=False) as node:
+            node.store.create(PODS, pod_manifest("long", writes))
+            pod = await wait_for(lambda: phase(node.pod("long")) == "Succeeded" and node.pod("long"))
+            assert container_status(pod)["state"]["terminated"]["message"] == "B" * 4096
+
+    run(scenario())
+
+
+def test_fallback_to_logs_only_on_error_and_at_most_80_lines_and_2048_bytes(tmp_path: Path) -> None:
+    many_lines = py("import sys; [print(f'line {i}') for i in range(200)]; sys.exit(3)")
+    long_lines = py("import sys; [print(str(i % 10) * 100) for i in range(30)]; sys.exit(3)")
+    clean_exit = py("print('all good')")
+    fallback = {"terminationMessagePolicy": "FallbackToLogsOnError"}
+
+    async def scenario() -> None:
+        async with running_node(tmp_path, operator=False) as node:
+            node.store.create(PODS, pod_manifest("many", many_lines, **fallback))
+            node.store.create(PODS, pod_manifest("long", long_lines, **fallback))
+            node.store.create(PODS, pod_manifest("clean", clean_exit, **fallback))
+            many = await wait_for(lambda: phase(node.pod("many")) == "Failed" and node.pod("many"))
+            long = await wait_for(lambda: phase(node.pod("long")) == "Failed" and node.pod("long"))
+            clean = await wait_for(lambda: phase(node.pod("clean")) == "Succeeded" and node.pod("clean"))
+            lines = container_status(many)["state"]["terminated"]["message"].splitlines()
+            assert lines == [f"line {i}" for i in range(120, 200)]
+            message = container_status(long)["state"]["terminated"]["message"]
+            assert len(message.encode()) == 2048 and message.endswith("9" * 100 + "\n")
+            assert "message" not in container_status(clean)["state"]["terminated"]
+
+    run(scenario())
+
+
+def test_a_restarted_container_does_not_report_its_previous_message(tmp_path: Path) -> None:
+    """Each run gets a fresh, empty file, as the kubelet mounts a new one at every start."""
+    code = (
+        "import os, sys; path = os.environ['TFJOB_SANDBOX_TERMINATION_MESSAGE_PATH'];"
+        "first = not os.path.exists('ran'); open('ran', 'a').close();"
+        "first and open(path, 'w').write('first run'); sys.exit(1 if first else 0)"
+    )
+
+    async def scenario() -> None:
+        async with running_node(tmp_path, operator=False) as node:
+            node.store.create(PODS, pod_manifest("again", py(code), restart_policy="OnFailure"))
+            pod = await wait_for(lambda: phase(node.pod("again")) == "Succeeded" and node.pod("again"))
+            status = container_status(pod)
+            assert status["lastState"]["terminated"]["message"] == "first run"
+            assert "message" not in status["state"]["terminated"]
 
     run(scenario())
 

@@ -7,7 +7,8 @@ a container runs and sees; they live here as pure functions so they are easy to 
   ``args`` → ``args`` is the argv (what an image without ENTRYPOINT does).  Neither → the
   container cannot start (``StartError``): the image's entrypoint is unknown to the sandbox.
 * environment = a minimal base (``PATH`` from the sandbox's own environment, ``HOME`` = the pod
-  directory, ``HOSTNAME`` = the pod name) then ``env`` in order: literal values, and ``fieldRef``
+  directory, ``HOSTNAME`` = the pod name, :data:`TERMINATION_MESSAGE_PATH_ENV` = where this
+  container's ``terminationMessagePath`` lands on the local disk) then ``env`` in order: literal values, and ``fieldRef``
   for ``metadata.name/namespace/uid``, ``metadata.labels['k']``, ``metadata.annotations['k']``,
   ``spec.nodeName``, ``spec.serviceAccountName``, ``status.podIP``/``hostIP`` (``127.0.0.1``).
   Secret and ConfigMap references cannot be resolved (the sandbox serves neither): unless marked
@@ -23,6 +24,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 LOOPBACK_IP = "127.0.0.1"
+#: Environment variable holding the absolute local path of the container's termination message
+#: file.  A real container writes ``/dev/termination-log`` (its ``terminationMessagePath``), which
+#: the kubelet bind-mounts; a sandbox process runs on the host, where that path is the host's own
+#: ``/dev``, so it must be told where its file is.  Programs that want to run on both write to
+#: ``os.environ.get(TERMINATION_MESSAGE_PATH_ENV, "/dev/termination-log")``.
+TERMINATION_MESSAGE_PATH_ENV = "TFJOB_SANDBOX_TERMINATION_MESSAGE_PATH"
+#: The default ``terminationMessagePath`` of a Kubernetes container.
+DEFAULT_TERMINATION_MESSAGE_PATH = "/dev/termination-log"
 _DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _REFERENCE = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
 _KEYED_FIELD = re.compile(r"^metadata\.(labels|annotations)\['([^']*)'\]$")
@@ -70,6 +79,7 @@ def container_environment(
         "PATH": base_path if base_path is not None else os.environ.get("PATH", _DEFAULT_PATH),
         "HOME": home,
         "HOSTNAME": str(metadata.get("name", "")),
+        TERMINATION_MESSAGE_PATH_ENV: termination_message_file(home, container),
     }
     for source in container.get("envFrom") or []:
         for kind in ("secretRef", "configMapRef"):
@@ -132,7 +142,7 @@ def _missing(kind: str, ref: Mapping[str, Any]) -> str:
 
 def termination_message_file(pod_directory: str, container: Mapping[str, Any]) -> str:
     """Where a container's ``terminationMessagePath`` lands: the same path under the pod directory."""
-    path = str(container.get("terminationMessagePath") or "/dev/termination-log")
+    path = str(container.get("terminationMessagePath") or DEFAULT_TERMINATION_MESSAGE_PATH)
     return os.path.join(pod_directory, path.lstrip("/"))
 
 
@@ -143,6 +153,8 @@ def working_directory(pod_directory: str, container: Mapping[str, Any]) -> str:
 
 
 __all__: Sequence[str] = (
+    "DEFAULT_TERMINATION_MESSAGE_PATH",
+    "TERMINATION_MESSAGE_PATH_ENV",
     "ContainerConfigError",
     "NoCommandError",
     "container_argv",

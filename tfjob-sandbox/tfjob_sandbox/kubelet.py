@@ -535,6 +535,7 @@ class Kubelet:
             return
         cwd = Path(container_env.working_directory(str(record.directory), container.spec))
         cwd.mkdir(parents=True, exist_ok=True)
+        self._fresh_termination_message_file(record, container)
         run = container.restart_count
         log_file = record.directory / container.name / f"{run}.log"
         container.container_id = f"sandbox://{uuid.uuid4().hex}"
@@ -735,17 +736,33 @@ class Kubelet:
             self._kill_all(record, signal.SIGKILL, reason=None)
         self._mark_dirty(record)
 
-    def _termination_message(self, record: _Pod, container: _Container, exit_code: int) -> str:
+    @staticmethod
+    def _fresh_termination_message_file(record: _Pod, container: _Container) -> None:
+        """An empty termination message file for this run, as the kubelet mounts a new file at every
+        container start (a restarted container must not report its previous run's message)."""
         path = Path(container_env.termination_message_file(str(record.directory), container.spec))
         with contextlib.suppress(OSError):
-            text = path.read_bytes()[:_TERMINATION_MESSAGE_LIMIT].decode(errors="replace")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(b"")
+
+    def _termination_message(self, record: _Pod, container: _Container, exit_code: int) -> str:
+        """The ``message`` of a terminated container, as the kubelet fills it.
+
+        The file's *last* 4096 bytes (the kubelet reads it with ``tail.ReadAtMost``, so a longer
+        message loses its beginning); when the file is empty or missing, the policy is
+        ``FallbackToLogsOnError`` and the exit code is not 0, the last 80 lines of the log, at most
+        2048 bytes.
+        """
+        path = Path(container_env.termination_message_file(str(record.directory), container.spec))
+        with contextlib.suppress(OSError):
+            text = path.read_bytes()[-_TERMINATION_MESSAGE_LIMIT:].decode(errors="replace")
             if text:
                 return text
         if exit_code != 0 and container.spec.get("terminationMessagePolicy") == "FallbackToLogsOnError":
             log_file = record.directory / container.name / f"{container.restart_count}.log"
             with contextlib.suppress(OSError):
-                tail = log_file.read_bytes()[-_FALLBACK_LOG_BYTES:].decode(errors="replace")
-                return "\n".join(tail.splitlines()[-_FALLBACK_LOG_LINES:])
+                lines = log_file.read_bytes().splitlines(keepends=True)[-_FALLBACK_LOG_LINES:]
+                return b"".join(lines)[-_FALLBACK_LOG_BYTES:].decode(errors="replace")
         return ""
 
     # -- deletion -------------------------------------------------------------------------------
