@@ -11,6 +11,7 @@ import kubernetes_asyncio.client.exceptions
 import pytest
 import urllib3.exceptions
 
+from tfjob_provider.constants import RBAC_DOCS_URL
 from tfjob_provider.kube import errors
 from tfjob_provider.kube import requests as rq
 
@@ -95,7 +96,7 @@ def test_forbidden_names_the_missing_rule_and_the_fix() -> None:
     assert error.rule == rq.RbacRule("watch", "", "pods", "training")
     text = str(error)
     assert "verb 'watch'" in text and "resource 'pods'" in text and "namespace 'training'" in text
-    assert 'verbs: ["watch"]' in text and "docs/rbac.md" in text
+    assert 'verbs: ["watch"]' in text and RBAC_DOCS_URL in text
     assert "cannot watch resource" in text  # the API server's own words are kept
 
 

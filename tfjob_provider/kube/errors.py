@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from email.utils import parsedate_to_datetime
 from typing import Any
 
+from tfjob_provider.constants import RBAC_DOCS_URL
 from tfjob_provider.kube.requests import ApiRequest, RbacRule
 
 #: How much of a non-Status body is kept (and shown).
@@ -208,13 +209,13 @@ def _retry_after(headers: Mapping[str, str] | None, status_body: Mapping[str, An
 def forbidden_message(rule: RbacRule | None, api_message: str) -> str:
     """Explain a 403 as the rule to add, not just the API server's "cannot get resource" sentence."""
     if rule is None:
-        return f"forbidden: {api_message} (grant the missing permission; see docs/rbac.md)"
+        return f"forbidden: {api_message} (grant the missing permission; see {RBAC_DOCS_URL})"
     group = rule.api_group
     where = f"in namespace {rule.namespace!r}" if rule.namespace else "cluster-wide"
     fix = (
         f"add to the Role bound to the provider's service account {where}: "
         f'{{apiGroups: ["{group}"], resources: ["{rule.resource}"], verbs: ["{rule.verb}"]}} '
-        "(the complete least-privilege Role is in docs/rbac.md)"
+        f"(the complete least-privilege Role is at {RBAC_DOCS_URL})"
     )
     return f"missing RBAC permission: {rule.describe()}; {fix}. API server said: {api_message}"
 
