@@ -319,8 +319,8 @@ def test_termination_message_path_is_given_in_the_environment(tmp_path: Path) ->
             node.store.create(PODS, pod_manifest("custom", writes, terminationMessagePath="/tmp/result.json"))
             pod = await wait_for(lambda: phase(node.pod("custom")) == "Succeeded" and node.pod("custom"))
             message = json.loads(container_status(pod)["state"]["terminated"]["message"])
-            uid = pod["metadata"]["uid"]
-            assert Path(message["path"]) == tmp_path / "pods" / f"default_custom_{uid}" / "tmp" / "result.json"
+            pod_directory = tmp_path / "pods" / f"default_custom_{pod['metadata']['uid']}"
+            assert Path(message["path"]) == pod_directory / "tmp" / "result.json"
 
     run(scenario())
 

@@ -8,9 +8,10 @@ a container runs and sees; they live here as pure functions so they are easy to 
   container cannot start (``StartError``): the image's entrypoint is unknown to the sandbox.
 * environment = a minimal base (``PATH`` from the sandbox's own environment, ``HOME`` = the pod
   directory, ``HOSTNAME`` = the pod name, :data:`TERMINATION_MESSAGE_PATH_ENV` = where this
-  container's ``terminationMessagePath`` lands on the local disk) then ``env`` in order: literal values, and ``fieldRef``
-  for ``metadata.name/namespace/uid``, ``metadata.labels['k']``, ``metadata.annotations['k']``,
-  ``spec.nodeName``, ``spec.serviceAccountName``, ``status.podIP``/``hostIP`` (``127.0.0.1``).
+  container's ``terminationMessagePath`` lands on the local disk) then ``env`` in order: literal
+  values, and ``fieldRef`` for ``metadata.name/namespace/uid``, ``metadata.labels['k']``,
+  ``metadata.annotations['k']``, ``spec.nodeName``, ``spec.serviceAccountName``,
+  ``status.podIP``/``hostIP`` (``127.0.0.1``).
   Secret and ConfigMap references cannot be resolved (the sandbox serves neither): unless marked
   ``optional`` they make the container fail with ``CreateContainerConfigError``, as a missing
   Secret does on a cluster.
