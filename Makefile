@@ -38,5 +38,14 @@ test: lint typecheck
 demo: install
 	$(BIN)/python -m demo
 
+# Wheel and sdist of both distributions (tfjob-provider, tfjob-sandbox) into dist/, then their
+# metadata and README rendering (twine, offline) and their contents (tests/packaging/distributions.py:
+# the provider's wheel holds the provider only).
+dist: install
+	rm -rf dist
+	$(UV) build --all-packages --out-dir dist
+	$(BIN)/twine check --strict dist/*.whl dist/*.tar.gz
+	$(BIN)/python -m tests.packaging.distributions dist
+
 clean:
 	rm -rf $(VENV) .tools .pytest_cache .mypy_cache .ruff_cache dist

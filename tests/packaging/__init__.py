@@ -1,0 +1,1 @@
+"""Tests of the built distributions (wheel contents, installing the provider wheel)."""
