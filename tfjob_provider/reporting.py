@@ -287,14 +287,23 @@ def result_dict(
     verdict: Verdict,
     start_time: str | None = None,
     completion_time: str | None = None,
+    outputs: Any = None,
+    recreations: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """The JSON-safe dict a successful task returns (its ``return_value`` XCom).
 
     Keys: ``name``, ``namespace``, ``uid``, ``state``, ``reason``, ``message``, ``start_time``,
     ``completion_time``, ``replicas`` (per replica type: active, succeeded, failed, pending,
-    restarts), ``restart_count`` (all container restarts) and ``deciding_pods``.
+    restarts), ``restart_count`` (in-place container restarts of the pods that exist now),
+    ``recreations`` (per replica type: pods the training operator deleted and created again while
+    the task watched — a recreated pod's ``restartCount`` starts at 0, so ``restart_count``
+    cannot show them), ``recreation_count`` (their total), ``deciding_pods`` and ``outputs`` (the
+    deciding replica's JSON termination message, :mod:`tfjob_provider.results`; None without one).
     """
     replicas = {replica_type: summary.to_dict() for replica_type, summary in verdict.replicas.items()}
+    recreated = {replica_type: 0 for replica_type in replicas}
+    for replica_type, count in (recreations or {}).items():
+        recreated[replica_type] = recreated.get(replica_type, 0) + int(count)
     return {
         "name": name,
         "namespace": namespace,
@@ -306,7 +315,10 @@ def result_dict(
         "completion_time": completion_time,
         "replicas": replicas,
         "restart_count": sum(summary["restarts"] for summary in replicas.values()),
+        "recreations": recreated,
+        "recreation_count": sum(recreated.values()),
         "deciding_pods": list(verdict.culprits),
+        "outputs": outputs,
     }
 
 

@@ -39,6 +39,7 @@ from tfjob_provider.policy import (
     decide,
 )
 from tfjob_provider.reporting import job_times, pod_name
+from tfjob_provider.results import deciding_pod, termination_message
 
 OutcomeStatus = Literal["success", "failed", "timeout", "error"]
 OUTCOME_STATUSES: Final[tuple[str, ...]] = get_args(OutcomeStatus)
@@ -98,6 +99,12 @@ class WaitOutcome:
     :param start_time: ``status.startTime`` of the TFJob, when known.
     :param completion_time: ``status.completionTime`` — or, before the training operator wrote
         it, the ``finishedAt`` of the pods that decided the verdict.
+    :param outputs_pod: on success, the deciding replica's pod (:func:`~tfjob_provider.results.deciding_pod`);
+        None when it is gone.
+    :param outputs_message: that pod's termination message, unparsed (at most 4097 characters:
+        :func:`~tfjob_provider.results.termination_message`); None when it left none.
+    :param recreations: per replica type, pods the training operator recreated while the waiter
+        watched (:class:`~tfjob_provider.kube.tracking.JobSnapshot`).
     """
 
     status: OutcomeStatus
@@ -108,6 +115,13 @@ class WaitOutcome:
     verdict: Verdict | None = None
     start_time: str | None = None
     completion_time: str | None = None
+    outputs_pod: str | None = None
+    outputs_message: str | None = None
+    recreations: Mapping[str, int] = dataclasses.field(default_factory=dict)
+
+    def with_recreations(self, recreations: Mapping[str, int]) -> WaitOutcome:
+        """This outcome with the recreation counts a watch gathered (the judge sees one state only)."""
+        return dataclasses.replace(self, recreations=dict(recreations)) if recreations else self
 
     def to_event(self) -> dict[str, Any]:
         """JSON primitives only: str, bool, int, None, list and dict."""
@@ -120,6 +134,9 @@ class WaitOutcome:
             "verdict": None if self.verdict is None else self.verdict.to_dict(),
             "start_time": self.start_time,
             "completion_time": self.completion_time,
+            "outputs_pod": self.outputs_pod,
+            "outputs_message": self.outputs_message,
+            "recreations": dict(self.recreations),
         }
 
     @classmethod
@@ -134,6 +151,19 @@ class WaitOutcome:
             if not isinstance(event.get(key), str):
                 raise ValueError(f"trigger event field {key!r} must be a string, got {event.get(key)!r}")
         raw_verdict = event.get("verdict")
+        recreations = event.get("recreations") or {}
+        if not isinstance(recreations, Mapping) or not all(
+            isinstance(key, str) and isinstance(value, int) and not isinstance(value, bool)
+            for key, value in recreations.items()
+        ):
+            raise ValueError(
+                f"trigger event field 'recreations' must map replica types to counts: {recreations!r}"
+            )
+        for key in ("outputs_pod", "outputs_message"):
+            if event.get(key) is not None and not isinstance(event.get(key), str):
+                raise ValueError(
+                    f"trigger event field {key!r} must be a string or null, got {event.get(key)!r}"
+                )
         return cls(
             status=status,
             name=event["name"],
@@ -143,6 +173,9 @@ class WaitOutcome:
             verdict=None if raw_verdict is None else Verdict.from_dict(raw_verdict),
             start_time=event.get("start_time") or None,
             completion_time=event.get("completion_time") or None,
+            outputs_pod=event.get("outputs_pod") or None,
+            outputs_message=event.get("outputs_message") or None,
+            recreations=dict(recreations),
         )
 
 
@@ -209,6 +242,11 @@ class WaitTarget:
         pods: Sequence[Mapping[str, Any]] = (),
     ) -> WaitOutcome:
         start, completion = job_times(tfjob, verdict=verdict, pods=pods)
+        outputs_pod = outputs_message = None
+        if status == "success":
+            pod = deciding_pod(verdict, pods)
+            if pod is not None:
+                outputs_pod, outputs_message = pod_name(pod), termination_message(pod)
         return WaitOutcome(
             status=status,
             name=self.name,
@@ -218,6 +256,8 @@ class WaitTarget:
             verdict=verdict,
             start_time=start,
             completion_time=completion,
+            outputs_pod=outputs_pod,
+            outputs_message=outputs_message,
         )
 
     def deleted(self, *, replaced_by: str | None = None) -> WaitOutcome:

@@ -194,3 +194,47 @@ def test_slim_tfjob_drops_pod_templates_but_keeps_what_the_verdict_reads() -> No
     assert worker["template"] == {"spec": {"containers": [{"name": "tensorflow"}]}}
     assert slim["spec"]["runPolicy"] == tfjob["spec"]["runPolicy"]
     assert slim["status"] == tfjob["status"]
+
+
+def replica_pod(
+    replica_type: str, index: int, *, uid: str, owner: str = "job-1", phase: str = "Running"
+) -> dict[str, Any]:
+    made = pod(f"mnist-{replica_type.lower()}-{index}", uid=uid, owner=owner, phase=phase)
+    made["metadata"]["labels"].update(
+        {
+            "training.kubeflow.org/replica-type": replica_type.lower(),
+            "training.kubeflow.org/replica-index": str(index),
+        }
+    )
+    return made
+
+
+def test_a_slot_whose_pod_comes_back_with_another_uid_counts_as_a_recreation() -> None:
+    tracker = JobTracker(namespace=NS, only=[KEY])
+    tracker.apply_tfjob_event("ADDED", tfjob())
+    tracker.apply_pod_event("ADDED", replica_pod("Worker", 0, uid="w0-a"))
+    tracker.apply_pod_event("ADDED", replica_pod("Worker", 1, uid="w1-a"))
+    tracker.apply_pod_event("MODIFIED", replica_pod("Worker", 1, uid="w1-a", phase="Failed"))
+    assert tracker.snapshot(KEY).recreations == {}
+    # ExitCode restart: the operator deletes worker-1 and creates it again under the same name.
+    tracker.apply_pod_event("DELETED", replica_pod("Worker", 1, uid="w1-a", phase="Failed"))
+    tracker.apply_pod_event("ADDED", replica_pod("Worker", 1, uid="w1-b"))
+    tracker.apply_pod_event("MODIFIED", replica_pod("Worker", 1, uid="w1-b", phase="Succeeded"))
+    # A relist that shows a third incarnation (the second one's events were missed) counts too.
+    tracker.relist_pods([replica_pod("Worker", 0, uid="w0-a"), replica_pod("Worker", 1, uid="w1-c")])
+    tracker.apply_pod_event("ADDED", replica_pod("PS", 0, uid="ps-a"))
+    tracker.apply_pod_event("ADDED", replica_pod("PS", 0, uid="ps-b"))
+    assert tracker.snapshot(KEY).recreations == {"Worker": 2, "PS": 1}
+
+
+def test_recreations_of_a_previous_tfjob_under_the_same_name_are_not_counted() -> None:
+    tracker = JobTracker(namespace=NS, only=[KEY])
+    tracker.apply_pod_event("ADDED", replica_pod("Worker", 0, uid="old-a", owner="job-0"))
+    tracker.apply_pod_event("ADDED", replica_pod("Worker", 0, uid="old-b", owner="job-0"))
+    tracker.apply_tfjob_event("ADDED", tfjob(uid="job-1"))
+    tracker.apply_pod_event("ADDED", replica_pod("Worker", 0, uid="new-a"))
+    assert tracker.snapshot(KEY).recreations == {}
+    tracker.forget(KEY)
+    tracker.apply_tfjob_event("ADDED", tfjob(uid="job-1"))
+    tracker.apply_pod_event("ADDED", replica_pod("Worker", 0, uid="new-b"))
+    assert tracker.snapshot(KEY).recreations == {}, "forget() starts the count afresh"

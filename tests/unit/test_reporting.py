@@ -150,7 +150,14 @@ def test_result_dict_sums_restarts_and_lists_the_deciding_pods() -> None:
         },
     )
     result = result_dict(
-        name="mnist", namespace="ml", uid="u-1", verdict=verdict, start_time="s", completion_time="c"
+        name="mnist",
+        namespace="ml",
+        uid="u-1",
+        verdict=verdict,
+        start_time="s",
+        completion_time="c",
+        outputs={"loss": 0.5},
+        recreations={"Worker": 2},
     )
     assert result == {
         "name": "mnist",
@@ -166,7 +173,10 @@ def test_result_dict_sums_restarts_and_lists_the_deciding_pods() -> None:
             "Worker": {"active": 2, "succeeded": 0, "failed": 0, "pending": 0, "restarts": 3},
         },
         "restart_count": 4,
+        "recreations": {"Chief": 0, "Worker": 2},
+        "recreation_count": 2,
         "deciding_pods": ["mnist-chief-0"],
+        "outputs": {"loss": 0.5},
     }
     assert replicas_still_running(verdict)
 

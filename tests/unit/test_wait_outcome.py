@@ -185,10 +185,41 @@ def test_outcome_event_round_trips_through_json() -> None:
         "verdict",
         "start_time",
         "completion_time",
+        "outputs_pod",
+        "outputs_message",
+        "recreations",
     }
     assert WaitOutcome.from_event(event) == outcome
     with pytest.raises(ValueError, match="status 'done'"):
         WaitOutcome.from_event({**event, "status": "done"})
+
+
+def test_a_success_carries_the_deciding_replicas_termination_message_and_recreations() -> None:
+    job = make_tfjob({"Chief": 1, "Worker": 1})
+    pods = [
+        make_pod("Chief", phase="Succeeded", terminated_message='{"loss": 0.1}'),
+        make_pod("Worker", phase="Succeeded", terminated_message='{"not": "me"}'),
+    ]
+    outcome = target().judge(job, pods, now=NOW)
+    assert outcome is not None and outcome.status == "success"
+    assert (outcome.outputs_pod, outcome.outputs_message) == (f"{JOB_NAME}-chief-0", '{"loss": 0.1}')
+    counted = outcome.with_recreations({"Worker": 2})
+    event = json.loads(json.dumps(counted.to_event()))
+    assert WaitOutcome.from_event(event) == counted and counted.recreations == {"Worker": 2}
+    with pytest.raises(ValueError, match="recreations"):
+        WaitOutcome.from_event({**event, "recreations": {"Worker": "two"}})
+    with pytest.raises(ValueError, match="outputs_message"):
+        WaitOutcome.from_event({**event, "outputs_message": 5})
+    # Events of an older provider version have none of the three fields.
+    old = {key: value for key, value in event.items() if not key.startswith(("outputs", "recreations"))}
+    assert WaitOutcome.from_event(old).recreations == {} and WaitOutcome.from_event(old).outputs_pod is None
+
+
+def test_failures_carry_no_outputs() -> None:
+    job = make_tfjob({"Worker": 1})
+    outcome = target().judge(job, [make_pod("Worker", phase="Failed", terminated_message="{}")], now=NOW)
+    assert outcome is not None and outcome.status == "failed"
+    assert outcome.outputs_pod is None and outcome.outputs_message is None
 
 
 def test_deadlines_are_absolute_utc_and_the_earliest_wins() -> None:

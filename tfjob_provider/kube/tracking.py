@@ -17,15 +17,26 @@ treat them as read-only.
 Pods of an earlier TFJob with the same name (deleted, recreated) are excluded from a snapshot
 when their controller ``ownerReference`` names another UID, so a fresh job is never judged by
 its predecessor's pods.
+
+The tracker also counts *recreations*: a replica slot (replica type and index, e.g. Worker 1)
+whose pod comes back with another UID was deleted and created again by the training operator
+(``ExitCode`` and ``OnFailure``-by-operator restarts, evictions, lost nodes).  The pod's own
+``restartCount`` starts at 0 again then, so only whoever watched the UIDs change can tell; the
+count covers what this tracker has seen, i.e. the wait it serves.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from tfjob_provider.constants import LABEL_JOB_NAME
+from tfjob_provider.constants import (
+    LABEL_JOB_NAME,
+    LABEL_REPLICA_INDEX,
+    LABEL_REPLICA_TYPE,
+    REPLICA_TYPES,
+)
 
 JobKey = tuple[str, str]
 """``(namespace, name)`` of a TFJob."""
@@ -38,11 +49,15 @@ class JobSnapshot:
     :param tfjob: the TFJob object, or ``None`` when it does not exist (yet, or any more).
     :param pods: its pods, sorted by name.
     :param deleted: the TFJob was seen and has since disappeared (externally deleted).
+    :param recreations: per replica type (``"Worker"``), how often one of its pods was seen
+        replaced by a new pod (another UID) in the same slot while this tracker watched; types
+        without a recreation are absent.
     """
 
     tfjob: Mapping[str, Any] | None
     pods: tuple[Mapping[str, Any], ...]
     deleted: bool
+    recreations: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def uid(self) -> str | None:
@@ -226,6 +241,23 @@ def _controller_uid(pod: Mapping[str, Any]) -> str | None:
     return None
 
 
+_CANONICAL_TYPES = {name.lower(): name for name in REPLICA_TYPES}
+
+Slot = tuple[str, str, str]
+"""``(controller uid or "", replica type, replica index)`` of a pod."""
+
+
+def _slot_of(pod: Mapping[str, Any]) -> Slot | None:
+    labels = _meta(pod, "labels")
+    if not isinstance(labels, Mapping):
+        return None
+    raw_type, index = labels.get(LABEL_REPLICA_TYPE), labels.get(LABEL_REPLICA_INDEX)
+    if not raw_type or index is None:
+        return None
+    replica_type = _CANONICAL_TYPES.get(str(raw_type).lower(), str(raw_type))
+    return (_controller_uid(pod) or "", replica_type, str(index))
+
+
 class JobTracker:
     """Fold TFJob and pod events into per-job state.
 
@@ -246,6 +278,9 @@ class JobTracker:
         self._pods: dict[JobKey, dict[str, Mapping[str, Any]]] = {}
         self._seen: set[JobKey] = set()
         self._deleted: set[JobKey] = set()
+        # Recreation counting: the last pod UID seen per slot, and the count per (owner, type).
+        self._slot_uids: dict[JobKey, dict[Slot, str]] = {}
+        self._recreated: dict[JobKey, dict[tuple[str, str], int]] = {}
 
     # -- helpers
     def _wanted(self, key: JobKey | None) -> bool:
@@ -290,6 +325,18 @@ class JobTracker:
         return changed
 
     # -- pods
+    def _note_incarnation(self, key: JobKey, obj: Mapping[str, Any]) -> None:
+        """Count a recreation when a slot's pod has another UID than the last one seen there."""
+        slot, uid = _slot_of(obj), _meta(obj, "uid")
+        if slot is None or not uid:
+            return
+        uids = self._slot_uids.setdefault(key, {})
+        previous = uids.get(slot)
+        if previous is not None and previous != uid:
+            counts = self._recreated.setdefault(key, {})
+            counts[slot[:2]] = counts.get(slot[:2], 0) + 1
+        uids[slot] = str(uid)
+
     def apply_pod_event(self, event_type: str, obj: Mapping[str, Any]) -> set[JobKey]:
         key = _key_of_pod(obj, self._namespace)
         name = _meta(obj, "name")
@@ -305,6 +352,7 @@ class JobTracker:
             if not pods:
                 self._pods.pop(key, None)
             return {key}
+        self._note_incarnation(key, obj)
         pods[str(name)] = self._slim_pod(obj)
         return {key}
 
@@ -316,6 +364,7 @@ class JobTracker:
             name = _meta(obj, "name")
             if self._wanted(key) and name:
                 assert key is not None
+                self._note_incarnation(key, obj)
                 fresh.setdefault(key, {})[str(name)] = self._slim_pod(obj)
         changed = set(self._pods) | set(fresh)
         self._pods = fresh
@@ -329,7 +378,11 @@ class JobTracker:
         selected = tuple(
             pods[name] for name in sorted(pods) if uid is None or _controller_uid(pods[name]) in (None, uid)
         )
-        return JobSnapshot(tfjob=tfjob, pods=selected, deleted=key in self._deleted)
+        recreations: dict[str, int] = {}
+        for (owner, replica_type), count in self._recreated.get(key, {}).items():
+            if uid is None or owner in ("", uid):
+                recreations[replica_type] = recreations.get(replica_type, 0) + count
+        return JobSnapshot(tfjob=tfjob, pods=selected, deleted=key in self._deleted, recreations=recreations)
 
     def keys(self) -> set[JobKey]:
         return set(self._tfjobs) | set(self._pods) | set(self._deleted)
@@ -340,6 +393,8 @@ class JobTracker:
         self._pods.pop(key, None)
         self._seen.discard(key)
         self._deleted.discard(key)
+        self._slot_uids.pop(key, None)
+        self._recreated.pop(key, None)
 
     def __len__(self) -> int:
         return len(self._tfjobs)

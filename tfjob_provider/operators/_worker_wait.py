@@ -139,7 +139,7 @@ def _wait(
             last = snapshot
             outcome = judge_confirmed(client, target, snapshot.tfjob, snapshot.pods, deleted=snapshot.deleted)
             if outcome is not None:
-                return outcome
+                return outcome.with_recreations(snapshot.recreations)
         if error is not None:
             message = error.message if isinstance(error, KubeApiError) else str(error)
             return target.error(f"watching TFJob {target.namespace}/{target.name} failed: {message}")
@@ -151,7 +151,8 @@ def _wait(
         if target.deadline_passed(now):
             tfjob, pods = read_job(client, name=target.name, namespace=target.namespace)
             now = utc_now()
-            return target.judge(tfjob, pods, now=now) or target.timed_out(tfjob, pods, now=now)
+            outcome = target.judge(tfjob, pods, now=now) or target.timed_out(tfjob, pods, now=now)
+            return outcome.with_recreations(last.recreations if last is not None else {})
         tfjob = snapshot.tfjob if snapshot is not None else None
         feed.wait(target.seconds_until_recheck(tfjob, now=now, interval=poll_interval))
 

@@ -53,7 +53,9 @@ class TFJobTrigger(BaseTrigger):
 
     The event payload is :meth:`WaitOutcome.to_event() <tfjob_provider.wait_outcome.WaitOutcome.to_event>`:
     ``{"status": "success"|"failed"|"timeout"|"error", "name", "namespace", "uid", "message",
-    "verdict": <Verdict.to_dict()> | None, "start_time", "completion_time"}``.
+    "verdict": <Verdict.to_dict()> | None, "start_time", "completion_time", "outputs_pod",
+    "outputs_message", "recreations"}`` — a few KiB at most: the verdict carries at most 20 pod
+    names and the termination message at most 4097 characters.
 
     :param name: name of the TFJob.
     :param namespace: namespace of the TFJob.
@@ -171,9 +173,10 @@ class TFJobTrigger(BaseTrigger):
                 if snapshot is not None:
                     outcome = await self._judge(client, target, snapshot)
                     if outcome is not None:
-                        return outcome
+                        return outcome.with_recreations(snapshot.recreations)
                 if target.deadline_passed(now):
-                    return await self._at_deadline(client, target, snapshot)
+                    outcome = await self._at_deadline(client, target, snapshot)
+                    return outcome.with_recreations(snapshot.recreations if snapshot is not None else {})
                 tfjob = snapshot.tfjob if snapshot is not None else None
                 pause = target.seconds_until_recheck(tfjob, now=now, interval=self.poll_interval)
                 # On a timeout, time alone may have changed the outcome: judge the same snapshot again.
