@@ -527,7 +527,12 @@ class _Judgement:
             for entry in observed.pending_pods:
                 if rules.image_pull_fail_fast:
                     blocker = startup_blocker(
-                        entry.status, replica_type=entry.replica_type, index=entry.index, name=entry.name
+                        entry.status,
+                        replica_type=entry.replica_type,
+                        index=entry.index,
+                        name=entry.name,
+                        waited=self._pending_for(entry),
+                        image_pull_timeout=rules.image_pull_timeout,
                     )
                     if blocker is not None:
                         blocked.append(blocker)
@@ -585,6 +590,11 @@ class _Judgement:
                 )
                 missing.append(Cause(pod, replica_type, index, REASON_PENDING_TIMEOUT, True, clause))
         return missing
+
+    def _pending_for(self, entry: PodEntry) -> timedelta:
+        """How long a Pending pod has waited, from its creationTimestamp (zero when unknown)."""
+        created = parse_time(as_mapping(entry.pod.get("metadata")).get("creationTimestamp"))
+        return timedelta(0) if created is None else self.now - created
 
     def _pending_too_long(self, entry: PodEntry, timeout: float) -> Cause | None:
         created = parse_time(as_mapping(entry.pod.get("metadata")).get("creationTimestamp"))

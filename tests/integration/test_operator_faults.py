@@ -2,6 +2,8 @@
 
 * An image that cannot be pulled never starts — the training operator would wait forever; the
   task must fail at once, permanently (no retries burnt), long before ``startup_timeout``.
+* A registry that rate limits or does not answer is waited out while the kubelet retries, up to
+  ``Rules.image_pull_timeout``; past that the task fails *retryably* and Airflow retries it.
 * 500s, 429s, connection resets, latency, dropped watches and expired watch history (forced 410
   relists) while the operator waits — in its worker and deferred — must not change the outcome.
 """
@@ -13,8 +15,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-from tfjob_sandbox.testing import unique_name, wait_for
+from tfjob_sandbox.testing import sync_api_client, unique_name, wait_for
 
 from tests.integration.airflow_harness import load_dag, run_dag, write_dag_file, xcom_value
 from tests.integration.cluster_queries import pods_of_job, tfjobs_of_dag
@@ -29,6 +32,19 @@ from tfjob_provider.operators.tfjob import TFJobOperator
 with DAG("image_pull_failure", schedule=None, start_date=datetime.datetime(2024, 1, 1)) as dag:
     TFJobOperator(task_id="train", retries=2, image={image!r}, command=["python", "-c", "pass"],
                   chief=1, worker=1, startup_timeout=600, poll_interval=1)
+"""
+
+TRANSIENT_PULL_DAG = """
+from __future__ import annotations
+import datetime
+from airflow.sdk import DAG
+from tfjob_provider.operators.tfjob import TFJobOperator
+
+with DAG({dag_id!r}, schedule=None, start_date=datetime.datetime(2024, 1, 1)) as dag:
+    TFJobOperator(task_id="train", retries={retries}, retry_delay=datetime.timedelta(seconds=0),
+                  image={image!r}, command=["python", "-c", "pass"], chief=1, worker=1,
+                  deferrable={deferrable}, startup_timeout=600, poll_interval=1, rules={rules!r},
+                  on_finish_action="keep")
 """
 
 FAULTS_DAG = """
@@ -68,6 +84,56 @@ def test_an_unpullable_image_fails_the_task_fast_and_for_good(cluster: Any, dags
     assert (failure["reason"], failure["retryable"]) == ("ImagePullFailed", False)
     assert "ImagePullBackOff" in failure["report"] or "ErrImagePull" in failure["report"]
     assert tfjobs_of_dag(cluster, "image_pull_failure") == []  # the operator would wait forever: deleted
+
+
+def pull_warnings(sandbox: Any, job: dict[str, Any]) -> list[str]:
+    """The kubelet's "Failed to pull image" event messages for the pods of ``job``."""
+    api = sync_api_client(sandbox)
+    try:
+        core = client.CoreV1Api(api)
+        return [
+            event.message
+            for pod in pods_of_job(sandbox, job["metadata"]["name"])
+            for event in core.list_namespaced_event(
+                "default", field_selector=f"involvedObject.name={pod.metadata.name}"
+            ).items
+            if event.reason == "Failed" and event.message.startswith("Failed to pull image")
+        ]
+    finally:
+        api.close()
+
+
+def test_a_rate_limited_registry_is_waited_out_and_the_job_succeeds(cluster: Any, dags_folder: Path) -> None:
+    image = f"registry.example.com/{unique_name('busy')}:1.0"
+    cluster.set_image_unpullable(image, cause="rate-limited", failures=3)  # the 4th pull works
+    dag_id = "rate_limited_registry"
+    source = TRANSIENT_PULL_DAG.format(dag_id=dag_id, retries=0, image=image, deferrable=True, rules=None)
+    outcome = run_dag(load_dag(write_dag_file(dags_folder, dag_id, source), dag_id))
+    assert (outcome.task("train").state, outcome.task("train").try_number) == ("success", 1)
+    (job,) = tfjobs_of_dag(cluster, dag_id)
+    warnings = pull_warnings(cluster, job)
+    assert warnings and all("429 Too Many Requests" in message for message in warnings)
+
+
+def test_a_registry_down_past_image_pull_timeout_fails_the_task_retryably(
+    cluster: Any, dags_folder: Path
+) -> None:
+    image = f"registry.example.com/{unique_name('down')}:1.0"
+    cluster.set_image_unpullable(image, cause="timeout")
+    dag_id = "registry_down"
+    source = TRANSIENT_PULL_DAG.format(
+        dag_id=dag_id, retries=1, image=image, deferrable=False, rules={"image_pull_timeout": 3}
+    )
+    try:
+        outcome = run_dag(load_dag(write_dag_file(dags_folder, dag_id, source), dag_id))
+    finally:
+        cluster.set_image_unpullable(image, False)
+    # Retryable: Airflow ran the task a second time (which met the same outage) before giving up.
+    assert (outcome.task("train").state, outcome.task("train").try_number) == ("failed", 2)
+    failure = xcom_value(outcome, "train", "tfjob_failure")
+    assert (failure["reason"], failure["retryable"]) == ("ImagePullFailed", True)
+    assert "Rules.image_pull_timeout=3s" in failure["report"]
+    assert "i/o timeout" in failure["report"]
 
 
 def training_task(sandbox: Any, done: set[str]) -> str | None:

@@ -86,21 +86,73 @@ def test_unpullable_image_waits_in_back_off_until_it_can_be_pulled(tmp_path: Pat
                 )
             )
             assert phase(failed) == "Pending"
-            assert (
-                'Failed to pull image "registry.example/tf:missing"'
-                in (container_status(failed)["state"]["waiting"]["message"])
+            ref = "registry.example/tf:missing"
+            assert container_status(failed)["state"]["waiting"]["message"] == (
+                f'rpc error: code = NotFound desc = failed to pull and unpack image "{ref}": '
+                f'failed to resolve reference "{ref}": {ref}: not found'
             )
-            await wait_for(
+            backing_off = await wait_for(
                 lambda: (
                     container_status(node.pod("pull"))["state"].get("waiting", {}).get("reason")
                     == "ImagePullBackOff"
+                    and node.pod("pull")
                 )
+            )
+            assert container_status(backing_off)["state"]["waiting"]["message"].startswith(
+                f'Back-off pulling image "{ref}": ErrImagePull: rpc error: code = NotFound'
             )
             messages = {e["message"] for e in node.events(name="pull", reason="Failed")}
             assert {"Error: ErrImagePull", "Error: ImagePullBackOff"} <= messages
+            assert any(
+                m.startswith('Failed to pull image "registry.example/tf:missing": rpc error')
+                for m in messages
+            )
             assert node.events(name="pull", reason="BackOff")
             node.kubelet.set_image_unpullable("registry.example/tf:missing", False)
             await wait_for(lambda: phase(node.pod("pull")) == "Succeeded")
+
+    run(scenario())
+
+
+@pytest.mark.parametrize(
+    ("cause", "words"),
+    [
+        (
+            "rate-limited",
+            ("429 Too Many Requests", "toomanyrequests", "registry-1.docker.io/v2/library/python"),
+        ),
+        ("server-error", ("503 Service Unavailable",)),
+        ("timeout", ("dial tcp", "i/o timeout")),
+        ("connection-refused", ("connect: connection refused",)),
+        ("tls-handshake-timeout", ("TLS handshake timeout",)),
+        ("access-denied", ("pull access denied",)),
+    ],
+)
+def test_a_pull_failure_cause_gives_the_nodes_message_and_a_count_lets_the_registry_recover(
+    tmp_path: Path, cause: str, words: tuple[str, ...]
+) -> None:
+    async def scenario() -> None:
+        async with running_node(tmp_path, operator=False, backoff_initial=0.2, backoff_cap=0.4) as node:
+            node.kubelet.set_image_unpullable("python:3.11", cause=cause, failures=2)
+            node.store.create(PODS, pod_manifest("pull", sleep_then_exit(0), image="python:3.11"))
+            failed = await wait_for(
+                lambda: (
+                    container_status(node.pod("pull"))["state"].get("waiting", {}).get("reason")
+                    == "ErrImagePull"
+                    and node.pod("pull")
+                )
+            )
+            message = container_status(failed)["state"]["waiting"]["message"]
+            ref = "docker.io/library/python:3.11"
+            assert message.startswith(
+                f'rpc error: code = Unknown desc = failed to pull and unpack image "{ref}": '
+            )
+            assert all(word in message for word in words), message
+            await wait_for(lambda: phase(node.pod("pull")) == "Succeeded")  # two failed pulls, then one works
+            pulls = node.events(name="pull", reason="Pulling")  # repeats are counted on one event
+            assert sum(event.get("count", 1) for event in pulls) == 3
+            with pytest.raises(ValueError, match="rate-limited"):
+                node.kubelet.set_image_unpullable("python:3.11", cause="rate-limitted")
 
     run(scenario())
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -225,10 +226,159 @@ def test_replica_that_cannot_start_fails_fast_and_permanently(waiting: str, reas
     assert relaxed.state is VerdictState.RUNNING
 
 
+IMAGE = "registry.example.com/team/tf:2.15"
+PULL = f'rpc error: code = {{code}} desc = failed to pull and unpack image "{IMAGE}": {{detail}}'
+RESOLVE = f'failed to resolve reference "{IMAGE}": '
+HEAD = 'failed to do request: Head "https://registry.example.com/v2/team/tf/manifests/2.15": '
+
+# Pull errors as containerd and the kubelet word them: (reason, waiting message, permanent).
+PULL_ERRORS: list[tuple[str, str, bool]] = [
+    ("ErrImagePull", PULL.format(code="NotFound", detail=f"{RESOLVE}{IMAGE}: not found"), True),
+    (
+        "ErrImagePull",
+        PULL.format(code="Unknown", detail=f"{RESOLVE}registry.example.com/team/tf:2.15: manifest unknown"),
+        True,
+    ),
+    (
+        "ErrImagePull",
+        PULL.format(
+            code="Unknown",
+            detail=f"{RESOLVE}pull access denied, repository does not exist or may require authorization: "
+            "server message: insufficient_scope: authorization failed",
+        ),
+        True,
+    ),
+    (
+        "ErrImagePull",
+        PULL.format(
+            code="Unknown",
+            detail=f"{RESOLVE}failed to authorize: failed to fetch oauth token: unexpected status from "
+            "POST request to https://registry.example.com/token: 401 Unauthorized",
+        ),
+        True,
+    ),
+    (
+        "InvalidImageName",
+        f'Failed to apply default image tag "{IMAGE}!": couldn\'t parse image name "{IMAGE}!": '
+        "invalid reference format",
+        True,
+    ),
+    (
+        "ImagePullBackOff",
+        f'Back-off pulling image "{IMAGE}": ErrImagePull: '
+        + PULL.format(code="NotFound", detail=f"{RESOLVE}{IMAGE}: not found"),
+        True,
+    ),
+    (
+        "ErrImagePull",
+        PULL.format(
+            code="Unknown",
+            detail="failed to copy: httpReadSeeker: failed open: unexpected status code "
+            "https://registry.example.com/v2/team/tf/manifests/sha256:0a1b: 429 Too Many Requests - "
+            "Server message: toomanyrequests: You have reached your pull rate limit",
+        ),
+        False,
+    ),
+    (
+        "ErrImagePull",
+        PULL.format(
+            code="Unknown",
+            detail=f"{RESOLVE}unexpected status from HEAD request to "
+            "https://registry.example.com/v2/team/tf/manifests/2.15: 503 Service Unavailable",
+        ),
+        False,
+    ),
+    (
+        "ErrImagePull",
+        PULL.format(code="Unknown", detail=f"{RESOLVE}{HEAD}dial tcp 10.0.0.7:443: i/o timeout"),
+        False,
+    ),
+    (
+        "ErrImagePull",
+        PULL.format(
+            code="Unknown", detail=f"{RESOLVE}{HEAD}dial tcp 10.0.0.7:443: connect: connection refused"
+        ),
+        False,
+    ),
+    (
+        "ErrImagePull",
+        PULL.format(code="Unknown", detail=f"{RESOLVE}{HEAD}net/http: TLS handshake timeout"),
+        False,
+    ),
+    (
+        "ImagePullBackOff",
+        f'Back-off pulling image "{IMAGE}": ErrImagePull: '
+        + PULL.format(code="Unknown", detail=f"{RESOLVE}{HEAD}dial tcp 10.0.0.7:443: i/o timeout"),
+        False,
+    ),
+    ("ImagePullBackOff", f'Back-off pulling image "{IMAGE}"', False),  # kubelets before 1.32
+    ("ErrImagePull", "", False),
+    ("RegistryUnavailable", f"image pull failed for {IMAGE} because the registry is unavailable", False),
+]
+
+
+def pulling_worker1(reason: str, message: str, *, minutes: float) -> list[dict[str, Any]]:
+    created = NOW - timedelta(minutes=minutes)
+    return with_worker1(phase="Pending", waiting=reason, waiting_message=message or None, created=created)
+
+
+@pytest.mark.parametrize(("reason", "message", "permanent"), PULL_ERRORS)
+def test_pull_errors_are_permanent_only_when_the_image_cannot_exist_or_be_pulled(
+    reason: str, message: str, permanent: bool
+) -> None:
+    early = decide(JOB, pulling_worker1(reason, message, minutes=1), now=NOW)
+    late = decide(JOB, pulling_worker1(reason, message, minutes=6), now=NOW)  # past the default 300 s
+    if permanent:
+        for verdict in (early, late):
+            assert (verdict.state, verdict.reason, verdict.retryable) == (FAILED, REASON_IMAGE_PULL, False)
+        return
+    assert early.state is VerdictState.RUNNING  # the kubelet is still retrying the registry
+    assert (late.state, late.reason, late.retryable) == (FAILED, REASON_IMAGE_PULL, True)
+    assert late.culprits == ("mnist-worker-1",)
+    assert "longer than Rules.image_pull_timeout=300s" in late.message
+    assert reason in late.message and message.rstrip(".") in late.message
+
+
+@pytest.mark.parametrize(
+    ("rules", "minutes", "state"),
+    [
+        (Rules(image_pull_timeout=60), 1.5, FAILED),
+        (Rules(image_pull_timeout=600), 6, VerdictState.RUNNING),
+        (Rules(image_pull_timeout=None), 600, VerdictState.RUNNING),
+        (Rules(image_pull_fail_fast=False), 600, VerdictState.RUNNING),
+        (Rules(image_pull_timeout=None, pending_timeout=300), 6, FAILED),  # PendingTimeout still applies
+    ],
+)
+def test_image_pull_timeout_bounds_the_wait_on_a_transient_pull_error(
+    rules: Rules, minutes: float, state: VerdictState
+) -> None:
+    message = PULL.format(code="Unknown", detail="429 Too Many Requests - Server message: toomanyrequests")
+    verdict = decide(JOB, pulling_worker1("ErrImagePull", message, minutes=minutes), now=NOW, rules=rules)
+    assert verdict.state is state
+    if state is FAILED:
+        assert verdict.retryable is True
+
+
+def test_a_failed_pod_whose_image_pull_was_transient_is_a_retryable_failure() -> None:
+    pod = make_pod(
+        "Worker",
+        1,
+        phase="Failed",
+        waiting="ErrImagePull",
+        waiting_message="dial tcp 10.0.0.7:443: i/o timeout",
+    )
+    verdict = decide(JOB, [make_pod("Chief"), make_pod("Worker", 0), pod], now=NOW)
+    assert (verdict.state, verdict.reason, verdict.retryable) == (FAILED, REASON_IMAGE_PULL, True)
+
+
 def test_an_init_container_waiting_on_its_image_also_fails_fast() -> None:
     pod = make_pod("Worker", 1, phase="Pending")
     pod["status"]["initContainerStatuses"] = [
-        {"name": "fetch", "image": "busybx", "state": {"waiting": {"reason": "ErrImagePull"}}}
+        {
+            "name": "fetch",
+            "image": "busybx",
+            "state": {"waiting": {"reason": "ErrImagePull", "message": "busybx:latest: not found"}},
+        }
     ]
     verdict = decide(JOB, [make_pod("Chief"), make_pod("Worker", 0), pod], now=NOW)
     assert (verdict.reason, verdict.retryable) == (REASON_IMAGE_PULL, False)

@@ -221,6 +221,7 @@ rules_strategy = st.builds(
     oom_is_retryable=st.booleans(),
     pending_timeout=st.none() | st.floats(min_value=1, max_value=10_000),
     image_pull_fail_fast=st.booleans(),
+    image_pull_timeout=st.none() | st.floats(min_value=1, max_value=10_000),
 )
 moments = st.datetimes(
     min_value=datetime(2020, 1, 1), max_value=datetime(2030, 1, 1), timezones=st.just(timezone.utc)

@@ -32,6 +32,7 @@ def test_defaults_are_the_operators_behaviour_plus_fail_fast() -> None:
     assert rules.oom_is_retryable is True
     assert rules.pending_timeout is None
     assert rules.image_pull_fail_fast is True
+    assert rules.image_pull_timeout == 300.0
 
 
 FULL = {
@@ -42,6 +43,7 @@ FULL = {
     "oom_is_retryable": False,
     "pending_timeout": 900.0,
     "image_pull_fail_fast": False,
+    "image_pull_timeout": 120.0,
 }
 
 
@@ -67,6 +69,9 @@ def test_missing_keys_keep_defaults_and_none_means_defaults() -> None:
         ({"fail_on_worker_failure": "yes"}, ("fail_on_worker_failure", "True or False")),
         ({"oom_is_retryable": 1}, ("oom_is_retryable",)),
         ({"image_pull_fail_fast": None}, ("image_pull_fail_fast",)),
+        ({"image_pull_timeout": 0}, ("image_pull_timeout", "positive number of seconds", "=600")),
+        ({"image_pull_timeout": "5m"}, ("image_pull_timeout",)),
+        ({"image_pull_timeout": float("nan")}, ("image_pull_timeout",)),
         ({"retryable_exit_codes": "137"}, ("retryable_exit_codes", "[1, 137]")),
         ({"retryable_exit_codes": 137}, ("retryable_exit_codes",)),
         ({"permanent_exit_codes": [1, 256]}, ("permanent_exit_codes", "256", "0 to 255")),

@@ -131,9 +131,16 @@ class AdminApi:
         return {}
 
     async def _image_unpullable(self, params: dict[str, Any]) -> dict[str, Any]:
-        self.runtime.kubelet.set_image_unpullable(
-            str(_required(params, "image")), bool(params.get("unpullable", True))
-        )
+        failures = params.get("failures")
+        try:
+            self.runtime.kubelet.set_image_unpullable(
+                str(_required(params, "image")),
+                bool(params.get("unpullable", True)),
+                cause=str(params.get("cause", "not-found")),
+                failures=None if failures is None else int(failures),
+            )
+        except (TypeError, ValueError) as error:
+            raise ApiError(400, "BadRequest", str(error)) from error
         return {}
 
     async def _unschedulable(self, params: dict[str, Any]) -> dict[str, Any]:

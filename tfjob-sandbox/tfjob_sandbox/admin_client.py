@@ -142,8 +142,11 @@ class SandboxAdminClient:
     def restore_node(self) -> None:
         self._call("POST", "/faults/restore-node", {})
 
-    def set_image_unpullable(self, image: str, unpullable: bool = True) -> None:
-        self._call("POST", "/faults/image-unpullable", {"image": image, "unpullable": unpullable})
+    def set_image_unpullable(
+        self, image: str, unpullable: bool = True, *, cause: str = "not-found", failures: int | None = None
+    ) -> None:
+        body = {"image": image, "unpullable": unpullable, "cause": cause, "failures": failures}
+        self._call("POST", "/faults/image-unpullable", body)
 
     def set_unschedulable(self, unschedulable: bool = True) -> None:
         self._call("POST", "/faults/unschedulable", {"unschedulable": unschedulable})

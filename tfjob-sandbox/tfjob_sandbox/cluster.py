@@ -172,8 +172,11 @@ class Sandbox:
     def restore_node(self) -> None:
         self.call(self.kubelet.restore_node)
 
-    def set_image_unpullable(self, image: str, unpullable: bool = True) -> None:
-        self.call(self.kubelet.set_image_unpullable, image, unpullable)
+    def set_image_unpullable(
+        self, image: str, unpullable: bool = True, *, cause: str = "not-found", failures: int | None = None
+    ) -> None:
+        """Make pulls of ``image`` fail for ``cause`` (see :meth:`Kubelet.set_image_unpullable`)."""
+        self.call(self.kubelet.set_image_unpullable, image, unpullable, cause=cause, failures=failures)
 
     def set_unschedulable(self, unschedulable: bool = True) -> None:
         self.call(self.kubelet.set_unschedulable, unschedulable)

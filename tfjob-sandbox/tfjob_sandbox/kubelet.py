@@ -30,6 +30,7 @@ from typing import Any
 from tfjob_sandbox import container_env, pod_status
 from tfjob_sandbox.errors import ApiError
 from tfjob_sandbox.events import record_event
+from tfjob_sandbox.image_pulls import PullFailure, check_cause
 from tfjob_sandbox.processes import ChildProcess, ProcessRunner
 from tfjob_sandbox.resources import PODS, ResourceType
 from tfjob_sandbox.store import Store, format_time, utcnow
@@ -192,7 +193,8 @@ class Kubelet:
         self._by_name: dict[tuple[str, str], str] = {}
         self._unschedulable = False
         self._node_lost = False
-        self._unpullable: set[str] = set()
+        # image -> [cause, pulls left to fail or None for "until lifted"]
+        self._unpullable: dict[str, list[Any]] = {}
         self._present_images: set[str] = set()
         self._waiting_for_node: dict[str, dict[str, Any]] = {}
         self._dirty: set[str] = set()
@@ -313,13 +315,27 @@ class Kubelet:
                 self._finish_lost_pod(record)
         self._retry_unscheduled()
 
-    def set_image_unpullable(self, image: str, unpullable: bool = True) -> None:
-        """Make pulls of ``image`` fail (ErrImagePull → ImagePullBackOff) until reset."""
-        if unpullable:
-            self._unpullable.add(image)
-            self._present_images.discard(image)
-        else:
-            self._unpullable.discard(image)
+    def set_image_unpullable(
+        self, image: str, unpullable: bool = True, *, cause: str = "not-found", failures: int | None = None
+    ) -> None:
+        """Make pulls of ``image`` fail (ErrImagePull → ImagePullBackOff) until reset.
+
+        ``cause`` picks the registry's answer and so the message a node reports (one of
+        :data:`~tfjob_sandbox.image_pulls.PULL_FAILURE_CAUSES`: ``not-found`` and
+        ``access-denied`` never clear on a real cluster; ``rate-limited``, ``server-error``,
+        ``timeout``, ``connection-refused`` and ``tls-handshake-timeout`` do).  ``failures``: only
+        the next N pulls fail, then the registry recovers by itself; None: until lifted.
+        """
+        if not unpullable:
+            self._unpullable.pop(image, None)
+            return
+        check_cause(cause)
+        if failures is not None and (
+            isinstance(failures, bool) or not isinstance(failures, int) or failures < 1
+        ):
+            raise ValueError(f"failures must be a positive number of pulls or None, got {failures!r}")
+        self._unpullable[image] = [cause, failures]
+        self._present_images.discard(image)
 
     def set_unschedulable(self, unschedulable: bool = True) -> None:
         """Cordon (or uncordon) the node: new pods stay Pending with PodScheduled=False."""
@@ -582,19 +598,19 @@ class Kubelet:
     def _pull(self, record: _Pod, container: _Container) -> bool:
         image = container.image
         policy = str(container.spec.get("imagePullPolicy") or "IfNotPresent")
-        if image in self._unpullable:
+        fault = self._unpullable.get(image)
+        if fault is not None:
+            failure = PullFailure(image, fault[0])
+            if fault[1] is not None:
+                fault[1] -= 1
+                if fault[1] <= 0:
+                    del self._unpullable[image]  # the registry recovers after this pull
             self._pod_event(record, "Normal", "Pulling", f'Pulling image "{image}"')
-            error = (
-                f'rpc error: code = NotFound desc = failed to pull and unpack image "{image}": '
-                f'failed to resolve reference "{image}": {image}: not found'
-            )
-            self._pod_event(record, "Warning", "Failed", f'Failed to pull image "{image}": {error}')
+            self._pod_event(record, "Warning", "Failed", failure.event_message)
             self._pod_event(record, "Warning", "Failed", f"Error: {_PULL_FAILED}")
-            container.state = {
-                "waiting": {"reason": _PULL_FAILED, "message": f'Failed to pull image "{image}": {error}'}
-            }
+            container.state = {"waiting": {"reason": _PULL_FAILED, "message": failure.error}}
             self._mark_dirty(record)
-            self._schedule_pull_retry(record, container)
+            self._schedule_pull_retry(record, container, failure)
             return False
         if policy != "Always" and (image in self._present_images or policy == "Never"):
             self._pod_event(
@@ -612,7 +628,7 @@ class Kubelet:
         container.image_failures = 0
         return True
 
-    def _schedule_pull_retry(self, record: _Pod, container: _Container) -> None:
+    def _schedule_pull_retry(self, record: _Pod, container: _Container, failure: PullFailure) -> None:
         assert self._loop is not None
         delay = min(self.backoff_initial * (2**container.image_failures), self.backoff_cap)
         container.image_failures += 1
@@ -620,9 +636,8 @@ class Kubelet:
         def back_off() -> None:
             if record.terminating or record.gone or record.frozen:
                 return
-            message = f'Back-off pulling image "{container.image}"'
-            container.state = {"waiting": {"reason": _PULL_BACKOFF, "message": message}}
-            self._pod_event(record, "Normal", "BackOff", message)
+            container.state = {"waiting": {"reason": _PULL_BACKOFF, "message": failure.back_off_message}}
+            self._pod_event(record, "Normal", "BackOff", f'Back-off pulling image "{container.image}"')
             self._pod_event(record, "Warning", "Failed", f"Error: {_PULL_BACKOFF}")
             self._mark_dirty(record)
             container.timer = self._loop.call_later(delay, retry) if self._loop else None

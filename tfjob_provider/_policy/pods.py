@@ -33,9 +33,24 @@ from tfjob_provider._policy.verdicts import (
 )
 from tfjob_provider.constants import DEFAULT_CONTAINER_NAME, MAGIC_EXIT_CODE
 
-#: Waiting reasons that mean the image will never arrive without a change to the job.
+#: Waiting reasons of a container whose image did not arrive.
 IMAGE_PULL_REASONS: Final = frozenset(
-    {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"}
+    {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "RegistryUnavailable"}
+)
+#: Of those, the reasons that never clear without a change to the job, whatever the message says.
+_PERMANENT_PULL_REASONS: Final = frozenset({"InvalidImageName", "ErrImageNeverPull"})
+#: Words (lower case) in a pull error's message that mean the image does not exist or may not be
+#: pulled with the credentials given: containerd's ``...: not found``, a registry's
+#: ``manifest unknown``, Docker Hub's ``pull access denied``, ``401 Unauthorized``, and an image
+#: reference that does not parse.  Any other pull error (``429 Too Many Requests``, 5xx, i/o
+#: timeouts, refused connections, TLS handshake timeouts) may clear by itself.
+_PERMANENT_PULL_WORDS: Final = (
+    "not found",
+    "manifest unknown",
+    "pull access denied",
+    "unauthorized",
+    "invalidimagename",
+    "invalid reference format",
 )
 #: Waiting reasons that mean the container can never be created as configured (missing Secret, …).
 CONFIG_REASONS: Final = frozenset({"CreateContainerConfigError"})
@@ -245,7 +260,7 @@ def classify_failed_pod(
                 clause,
                 parse_time(init_terminated.get("finishedAt")),
             )
-    blocker = startup_blocker(status, replica_type=replica_type, index=index, name=name)
+    blocker = startup_blocker(status, replica_type=replica_type, index=index, name=name, waited=None)
     if blocker is not None:
         return blocker
     retryable = rules.is_retryable_exit_code(MAGIC_EXIT_CODE)
@@ -269,28 +284,69 @@ def classify_deleted_pod(status: Mapping[str, Any], *, replica_type: str, index:
     return Cause(name, replica_type, index, REASON_POD_DELETED, True, f"{who} was deleted while running")
 
 
-def startup_blocker(status: Mapping[str, Any], *, replica_type: str, index: int, name: str) -> Cause | None:
-    """A container (init or main) waiting on an unpullable image or an impossible configuration."""
+def image_pull_is_permanent(kube_reason: str, message: str | None) -> bool:
+    """Whether an image pull failure cannot clear by itself (see :data:`_PERMANENT_PULL_WORDS`).
+
+    The kubelet reports every failed pull as ``ErrImagePull`` and then ``ImagePullBackOff``,
+    whether the image does not exist or the registry is rate limiting or down, so only the
+    message tells them apart.  A back-off message carries the last pull error only on kubelets
+    1.32 and later (``Back-off pulling image "x": ErrImagePull: ...``); a bare one is judged
+    transient, so that its time limit, not a guess, ends the wait.
+    """
+    if kube_reason in _PERMANENT_PULL_REASONS:
+        return True
+    text = (message or "").lower()
+    return any(word in text for word in _PERMANENT_PULL_WORDS)
+
+
+def startup_blocker(
+    status: Mapping[str, Any],
+    *,
+    replica_type: str,
+    index: int,
+    name: str,
+    waited: timedelta | None,
+    image_pull_timeout: float | None = None,
+) -> Cause | None:
+    """A container (init or main) waiting on an image or a configuration that stops the pod.
+
+    An impossible configuration, or an image that does not exist or may not be pulled, blocks at
+    once and for good.  A transient pull error (:func:`image_pull_is_permanent` says no) blocks,
+    retryably, only once the pod has ``waited`` at least ``image_pull_timeout`` seconds (None:
+    never); with ``waited=None`` the pod has already failed and the transient error is reported
+    as its retryable cause.
+    """
     for key in ("initContainerStatuses", "containerStatuses"):
         for item in as_list(status.get(key)):
             entry = as_mapping(item)
             waiting = as_mapping(as_mapping(entry.get("state")).get("waiting"))
-            kube_reason = waiting.get("reason")
+            kube_reason = as_str(waiting.get("reason"))
+            if kube_reason is None:
+                continue
+            detail = as_str(waiting.get("message"))
             if kube_reason in IMAGE_PULL_REASONS:
                 code = REASON_IMAGE_PULL
+                permanent = image_pull_is_permanent(kube_reason, detail)
             elif kube_reason in CONFIG_REASONS:
-                code = REASON_CONTAINER_CONFIG
+                code, permanent = REASON_CONTAINER_CONFIG, True
             else:
                 continue
+            limit = ""
+            if not permanent and waited is not None:
+                if image_pull_timeout is None or waited < timedelta(seconds=image_pull_timeout):
+                    continue  # the kubelet keeps retrying: the registry may recover
+                limit = (
+                    f" for {int(waited.total_seconds())}s, longer than "
+                    f"Rules.image_pull_timeout={image_pull_timeout:g}s"
+                )
             container = as_str(entry.get("name")) or "?"
             image = as_str(entry.get("image"))
             subject = f"container {container!r}" + (f" (image {image})" if image else "")
             who = replica_label(replica_type, index, name)
-            clause = f"{who} cannot start: {subject} is waiting with {kube_reason}"
-            detail = as_str(waiting.get("message"))
+            clause = f"{who} cannot start: {subject} is waiting with {kube_reason}{limit}"
             if detail:
                 clause = f"{clause} ({detail.rstrip('.')})"
-            return Cause(name, replica_type, index, code, False, clause)
+            return Cause(name, replica_type, index, code, not permanent, clause)
     return None
 
 

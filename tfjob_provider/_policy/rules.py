@@ -47,6 +47,24 @@ def _exit_codes(field_name: str, value: object) -> frozenset[int]:
     return frozenset(codes)
 
 
+def _seconds(field_name: str, value: object, example: str) -> float | None:
+    """A positive, finite number of seconds (as a float), or None."""
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise _fail(
+            field_name,
+            f"must be a positive number of seconds or None, got {value!r}",
+            f"write e.g. {example}",
+        )
+    return float(value)
+
+
 def _flag(field_name: str, value: object) -> bool:
     if not isinstance(value, bool):
         raise _fail(field_name, f"must be true or false, got {value!r}", f"write {field_name}=True or False")
@@ -71,7 +89,12 @@ class Rules:
     :param pending_timeout: seconds a replica's pod may stay Pending (from its creationTimestamp)
         before the job is failed; None waits forever, as the training operator does.
     :param image_pull_fail_fast: fail the job, permanently, as soon as a replica waits on an image
-        that cannot be pulled or a container that cannot be configured, instead of waiting forever.
+        that does not exist or may not be pulled, or on a container that cannot be configured,
+        instead of waiting forever.  False waits on every pull error, as the training operator does.
+    :param image_pull_timeout: seconds (from the pod's creationTimestamp) a replica may keep
+        failing to pull its image for a reason that can clear by itself — a registry rate limiting
+        (429), failing (5xx) or unreachable — before the job is failed, retryably; None waits
+        forever.  Applies only with ``image_pull_fail_fast``.
     """
 
     success_policy: SuccessPolicy | None = None
@@ -81,6 +104,7 @@ class Rules:
     oom_is_retryable: bool = True
     pending_timeout: float | None = None
     image_pull_fail_fast: bool = True
+    image_pull_timeout: float | None = 300.0
 
     def __post_init__(self) -> None:
         if self.success_policy is not None and self.success_policy not in SUCCESS_POLICIES:
@@ -103,20 +127,12 @@ class Rules:
             )
         object.__setattr__(self, "retryable_exit_codes", retryable)
         object.__setattr__(self, "permanent_exit_codes", permanent)
-        timeout = self.pending_timeout
-        if timeout is not None:
-            if (
-                isinstance(timeout, bool)
-                or not isinstance(timeout, (int, float))
-                or not math.isfinite(timeout)
-                or timeout <= 0
-            ):
-                raise _fail(
-                    "pending_timeout",
-                    f"must be a positive number of seconds or None, got {timeout!r}",
-                    "write e.g. pending_timeout=900 for 15 minutes",
-                )
-            object.__setattr__(self, "pending_timeout", float(timeout))
+        pending = _seconds("pending_timeout", self.pending_timeout, "pending_timeout=900 for 15 minutes")
+        object.__setattr__(self, "pending_timeout", pending)
+        pull = _seconds(
+            "image_pull_timeout", self.image_pull_timeout, "image_pull_timeout=600 for 10 minutes"
+        )
+        object.__setattr__(self, "image_pull_timeout", pull)
 
     def is_retryable_exit_code(self, exit_code: int) -> bool:
         """The retry class of a container exit code under these rules.
@@ -140,6 +156,7 @@ class Rules:
             "oom_is_retryable": self.oom_is_retryable,
             "pending_timeout": self.pending_timeout,
             "image_pull_fail_fast": self.image_pull_fail_fast,
+            "image_pull_timeout": self.image_pull_timeout,
         }
 
     @classmethod
