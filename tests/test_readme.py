@@ -197,7 +197,7 @@ def test_readme_role_is_the_tested_role() -> None:
 
 def test_troubleshooting_quotes_the_real_messages() -> None:
     from tfjob_provider.kube.errors import TFJOB_NOT_SERVED_MESSAGE
-    from tfjob_provider.wait_outcome import NOT_RECONCILED_MESSAGE
+    from tfjob_provider.policy import NOT_RECONCILED_MESSAGE
 
     assert f"`{TFJOB_NOT_SERVED_MESSAGE}`" in README
     assert f"StartupTimeout: {NOT_RECONCILED_MESSAGE}" in README

@@ -1,15 +1,14 @@
-"""Turning a finished wait into Airflow's language: a report in the log, a deletion, an exception.
+"""Carrying out the end of a task in Airflow: the reads, the report, the deletion, the exception.
 
 Why a module of its own: the operator concludes in two places (in its worker after a
 synchronous wait, and in ``execute_complete`` after its trigger fired) and the sensor in three
-(poke, reschedule, deferrable); they must read the same evidence, word it the same way
-(:mod:`tfjob_provider.reporting`) and map it — and any API error on the way — to the same
-exceptions.  It sits beside the ``operators`` and ``sensors`` packages rather than in either,
-because the import-linter contract keeps those two independent of each other:
-
-* Failed and not retryable → :class:`~airflow.sdk.exceptions.AirflowFailException` (retries are
-  not burnt on a bug in the training program or a bad image);
-* Failed and retryable → :class:`~airflow.sdk.exceptions.AirflowException` (Airflow retries).
+(poke, reschedule, deferrable).  *What* the ending is — exception or result, delete or keep,
+which XComs — is decided once, purely, by :func:`tfjob_provider.ending.conclude`; this module
+gathers the evidence that decision asks for (a fresh read after an error or a timeout, the
+culprit-first report of a failure) and carries the decision out, mapping its kind to Airflow's
+exceptions (:func:`exception_for`) and any API error on the way to the same exceptions.  It sits
+beside the ``operators`` and ``sensors`` packages rather than in either, because the
+import-linter contract keeps those two independent of each other.
 
 Evidence gathering is best effort and bounded: at most :data:`~tfjob_provider.reporting.MAX_CULPRIT_LOGS`
 log tails of ``log_tail_lines`` lines, one events list per culprit; an API error while gathering
@@ -22,8 +21,15 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
-from airflow.providers.common.compat.sdk import AirflowException, AirflowFailException
+from airflow.providers.common.compat.sdk import (
+    AirflowException,
+    AirflowFailException,
+    AirflowSensorTimeout,
+    AirflowSkipException,
+    AirflowTaskTimeout,
+)
 
+from tfjob_provider.ending import Ending, OnFinishAction, Role, conclude, needs_fresh_read, needs_report
 from tfjob_provider.kube import operations as ops
 from tfjob_provider.kube.errors import (
     ForbiddenError,
@@ -32,8 +38,8 @@ from tfjob_provider.kube.errors import (
     NotFoundError,
     TFJobNotServedError,
 )
-from tfjob_provider.reporting import MAX_CULPRIT_LOGS, about_job, failure_report, logs_to_fetch
-from tfjob_provider.wait_outcome import WaitOutcome, WaitTarget, uid_of, utc_now
+from tfjob_provider.reporting import MAX_CULPRIT_LOGS, failure_report, logs_to_fetch
+from tfjob_provider.wait_outcome import WaitOutcome, WaitTarget, has_succeeded, uid_of, utc_now
 
 if TYPE_CHECKING:
     from tfjob_provider.kube.sync_client import SyncTFJobClient
@@ -46,6 +52,8 @@ class TaskLog(Protocol):
     def info(self, event: str, *args: Any) -> Any: ...
 
     def warning(self, event: str, *args: Any) -> Any: ...
+
+    def error(self, event: str, *args: Any) -> Any: ...
 
 
 def outcome_from_event(task_id: str, event: Mapping[str, Any]) -> WaitOutcome:
@@ -139,42 +147,22 @@ def gather_failure_report(client: SyncTFJobClient, outcome: WaitOutcome, *, log_
     return "\n".join([report, *notes])
 
 
-#: XCom key of :func:`failure_summary`, pushed by a task that fails because its TFJob failed.
-XCOM_FAILURE = "tfjob_failure"
-
-
-def failure_summary(outcome: WaitOutcome, report: str) -> dict[str, Any]:
-    """The machine-readable side of a failure, for XCom ``tfjob_failure``: downstream tasks
-    (``trigger_rule="all_done"``) and failure callbacks can route on ``reason``/``retryable``
-    without parsing logs."""
-    verdict = outcome.verdict
-    return {
-        "name": outcome.name,
-        "namespace": outcome.namespace,
-        "uid": outcome.uid,
-        "reason": verdict.reason if verdict is not None else None,
-        "retryable": verdict.retryable if verdict is not None else True,
-        "message": outcome.message,
-        "culprits": list(verdict.culprits) if verdict is not None else [],
-        "report": report,
-    }
-
-
-def failure_exception(outcome: WaitOutcome) -> AirflowException:
-    """AirflowFailException for a permanent failure, AirflowException for a retryable one."""
-    verdict = outcome.verdict
-    retryable = verdict is None or verdict.retryable
-    reason = verdict.reason if verdict is not None else "Unknown"
-    kind = "retryable" if retryable else "permanent"
-    said = about_job(outcome.message, name=outcome.name, namespace=outcome.namespace, verb="failed")
-    message = f"{said} [{reason}, {kind}]"
-    return AirflowException(message) if retryable else AirflowFailException(message)
-
-
 def delete_if_ours(
-    client: SyncTFJobClient, *, name: str, namespace: str, uid: str | None, log: TaskLog, why: str
+    client: SyncTFJobClient,
+    *,
+    name: str,
+    namespace: str,
+    uid: str | None,
+    log: TaskLog,
+    why: str,
+    keep_succeeded: bool = True,
 ) -> bool:
     """Delete the TFJob unless another object (another UID) has taken its name; True if deleted.
+
+    The TFJob is read first (through the client's retry budget).  With ``keep_succeeded`` — every
+    deletion that follows an error, a timeout or a kill — a TFJob the training operator marked
+    ``Succeeded`` is kept: its training is done, and the next try adopts it instead of training
+    again.  A TFJob whose state cannot be read is never deleted.
 
     Errors are logged, not raised: deleting is the cleanup after an outcome that is already
     decided, and must not hide it.
@@ -189,6 +177,14 @@ def delete_if_ours(
                 uid_of(current),
             )
             return False
+        if keep_succeeded and has_succeeded(current):
+            log.info(
+                "Not deleting TFJob %s/%s (%s): the training operator marked it Succeeded",
+                namespace,
+                name,
+                why,
+            )
+            return False
         deleted = client.delete_tfjob(name, namespace=namespace)
     except NotFoundError:
         return False
@@ -200,14 +196,111 @@ def delete_if_ours(
     return deleted
 
 
+def settle(
+    client: SyncTFJobClient, target: WaitTarget, outcome: WaitOutcome
+) -> tuple[WaitOutcome, str | None]:
+    """The outcome to conclude, and why the TFJob could not be read (None if it could).
+
+    After an ``error`` or a ``timeout`` (:func:`~tfjob_provider.ending.needs_fresh_read`) the
+    TFJob is read again, pods first, through the client's retry budget: a job that finished
+    meanwhile — during an API outage, say — ends the task by its own verdict (a success is a
+    success, never deleted, never trained again).  If that read fails too, the reason is returned
+    so the ending keeps the TFJob in place.
+    """
+    if not needs_fresh_read(outcome):
+        return outcome, None
+    try:
+        tfjob, pods = read_job(client, name=target.name, namespace=target.namespace)
+    except KubeApiError as error:
+        return outcome, error.message
+    fresh = target.judge(tfjob, pods, now=utc_now())
+    if fresh is not None and fresh.status in ("success", "failed"):
+        return fresh, None
+    return outcome, None
+
+
+def decide_ending(
+    client: SyncTFJobClient,
+    target: WaitTarget,
+    outcome: WaitOutcome,
+    *,
+    role: Role,
+    on_finish_action: OnFinishAction = "keep",
+    soft_fail: bool = False,
+    log_tail_lines: int = 100,
+) -> tuple[WaitOutcome, Ending]:
+    """Gather what :func:`~tfjob_provider.ending.conclude` needs (fresh read, failure report) and
+    decide; returns the outcome actually concluded (it may be newer than ``outcome``)."""
+    outcome, unread = settle(client, target, outcome)
+    report = (
+        gather_failure_report(client, outcome, log_tail_lines=log_tail_lines)
+        if needs_report(outcome)
+        else None
+    )
+    ending = conclude(
+        outcome,
+        role=role,
+        on_finish_action=on_finish_action,
+        soft_fail=soft_fail,
+        report=report,
+        state_unread=unread,
+    )
+    return outcome, ending
+
+
+def exception_for(ending: Ending, *, role: Role) -> BaseException:
+    """The Airflow exception that ends a task as ``ending.kind`` says (not for ``success``)."""
+    if ending.kind == "failed":
+        return AirflowFailException(ending.message)
+    if ending.kind == "timeout":
+        return (
+            AirflowTaskTimeout(ending.message) if role == "operator" else AirflowSensorTimeout(ending.message)
+        )
+    if ending.kind == "skip":
+        return AirflowSkipException(ending.message)
+    return AirflowException(ending.message)
+
+
+def carry_out(
+    client: SyncTFJobClient,
+    outcome: WaitOutcome,
+    ending: Ending,
+    *,
+    role: Role,
+    ti: Any,
+    log: TaskLog,
+) -> dict[str, Any] | None:
+    """Log, push the XComs, delete if decided, then return the result or raise the exception."""
+    if ending.report is not None:
+        log.error("%s", ending.report)
+    elif ending.kind == "success":
+        log.info("%s", ending.message)
+    for key, value in ending.xcoms.items():
+        ti.xcom_push(key=key, value=value)
+    if ending.delete_reason is not None:
+        delete_if_ours(
+            client,
+            name=outcome.name,
+            namespace=outcome.namespace,
+            uid=outcome.uid,
+            log=log,
+            why=ending.delete_reason,
+            keep_succeeded=ending.kind != "success",
+        )
+    if ending.kind == "success":
+        return ending.result
+    raise exception_for(ending, role=role)
+
+
 __all__ = [
-    "XCOM_FAILURE",
     "TaskLog",
+    "carry_out",
+    "decide_ending",
     "delete_if_ours",
-    "failure_exception",
-    "failure_summary",
+    "exception_for",
     "gather_failure_report",
     "judge_confirmed",
     "read_job",
+    "settle",
     "translated_api_errors",
 ]

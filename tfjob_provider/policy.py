@@ -73,6 +73,7 @@ from tfjob_provider._policy.verdicts import (
     REASON_RESTARTING,
     REASON_RETRYABLE_EXIT_CODE,
     REASON_RUNNING,
+    REASON_STARTUP_TIMEOUT,
     REASON_STATES,
     REASON_SUCCEEDED,
     REASON_SUSPENDED,
@@ -87,6 +88,7 @@ from tfjob_provider._policy.verdicts import (
 
 __all__ = [
     "MAX_CULPRITS",
+    "NOT_RECONCILED_MESSAGE",
     "REASON_ALL_WORKERS_SUCCEEDED",
     "REASON_AWAITING_SUCCESS_POLICY",
     "REASON_BACKOFF_LIMIT",
@@ -110,6 +112,7 @@ __all__ = [
     "REASON_RESTARTING",
     "REASON_RETRYABLE_EXIT_CODE",
     "REASON_RUNNING",
+    "REASON_STARTUP_TIMEOUT",
     "REASON_STATES",
     "REASON_SUCCEEDED",
     "REASON_SUSPENDED",
@@ -124,6 +127,9 @@ __all__ = [
     "Verdict",
     "VerdictState",
     "decide",
+    "has_operator_status",
+    "startup_timeout",
+    "tfjob_deleted",
 ]
 
 _DEFAULT_RULES: Final = Rules()
@@ -158,6 +164,80 @@ def decide(
     seen = observe(job, pods, keep_restarted=rules.fail_on_worker_failure)
     replicas = _summaries(job, seen)
     return _Judgement(job, seen, rules, now, replicas).verdict()
+
+
+#: Start of the ``StartupTimeout`` message when nothing ever wrote a status on the TFJob.
+NOT_RECONCILED_MESSAGE: Final = "no training operator is reconciling this TFJob"
+
+
+def tfjob_deleted(message: str) -> Verdict:
+    """The verdict of a wait whose TFJob disappeared (or another UID took its name) unfinished.
+
+    Failed and retryable — a deleted driver must never turn a task green — and
+    ``operator_finished`` because nothing of ours is left to delete (a replacement is not ours).
+    """
+    return Verdict(
+        state=VerdictState.FAILED,
+        retryable=True,
+        reason=REASON_TFJOB_DELETED,
+        message=message,
+        operator_finished=True,
+    )
+
+
+def has_operator_status(tfjob: Mapping[str, Any]) -> bool:
+    """Whether any training operator has written a condition on the TFJob (``Created`` at least)."""
+    conditions = as_mapping(tfjob.get("status")).get("conditions")
+    return isinstance(conditions, list) and len(conditions) > 0
+
+
+def startup_timeout(
+    tfjob: Mapping[str, Any],
+    pods: Sequence[Mapping[str, Any]],
+    *,
+    progress: Verdict,
+    waited: float,
+    limit: float,
+    where: str,
+) -> Verdict:
+    """The verdict when ``limit`` seconds (``startup_timeout``) after creation the job has not started.
+
+    :param progress: what :func:`decide` says about the same state (a Pending verdict).
+    :param waited: seconds since ``metadata.creationTimestamp``.
+    :param where: ``"TFJob <namespace>/<name>"``, for the message.
+
+    No status at all means no training operator reconciles the TFJob (or one whose pass stops
+    before it writes status); otherwise the replicas still Pending are the culprits.
+    """
+    if not has_operator_status(tfjob):
+        message = (
+            f"{NOT_RECONCILED_MESSAGE}: {where} has no status {round(waited, 1):g} s after its creation "
+            f"(startup_timeout {limit:g} s). "
+            "Is the Kubeflow training operator running, and does it watch this namespace? "
+            "If it is, see the TFJob's events: a pod it cannot create (e.g. refused by a "
+            "ResourceQuota) stops its pass before it writes any status."
+        )
+        culprits: tuple[str, ...] = ()
+    else:
+        culprits = tuple(
+            str(as_mapping(pod.get("metadata")).get("name") or "?")
+            for pod in pods
+            if as_mapping(pod.get("status")).get("phase") in ("Pending", "", None)
+        )
+        listed = ", ".join(culprits) if culprits else "no pods created yet"
+        message = (
+            f"{where} did not start within startup_timeout {limit:g} s: "
+            f"replicas still Pending ({listed}); {progress.message}"
+        )
+    return Verdict(
+        state=VerdictState.FAILED,
+        retryable=True,
+        reason=REASON_STARTUP_TIMEOUT,
+        message=message,
+        culprits=culprits,
+        replicas=progress.replicas,
+        operator_finished=False,
+    )
 
 
 def _summaries(job: JobView, seen: Observation) -> dict[str, ReplicaSummary]:

@@ -322,11 +322,6 @@ def result_dict(
     }
 
 
-def replicas_still_running(verdict: Verdict) -> bool:
-    """Whether any replica is still Pending or Running according to the verdict's counts."""
-    return any(summary.active or summary.pending for summary in verdict.replicas.values())
-
-
 __all__ = [
     "MAX_CULPRIT_LOGS",
     "MAX_REPORT_EVENTS",
@@ -341,6 +336,5 @@ __all__ = [
     "pod_name",
     "relevant_events",
     "replica_of",
-    "replicas_still_running",
     "result_dict",
 ]

@@ -37,6 +37,8 @@ from tfjob_provider.policy import (
     Verdict,
     VerdictState,
     decide,
+    startup_timeout,
+    tfjob_deleted,
 )
 from tfjob_provider.reporting import job_times, pod_name
 from tfjob_provider.results import deciding_pod, termination_message
@@ -44,10 +46,6 @@ from tfjob_provider.results import deciding_pod, termination_message
 OutcomeStatus = Literal["success", "failed", "timeout", "error"]
 OUTCOME_STATUSES: Final[tuple[str, ...]] = get_args(OutcomeStatus)
 
-#: Reason of the Failed verdict the waiters make when ``startup_timeout`` runs out.
-REASON_STARTUP_TIMEOUT: Final = "StartupTimeout"
-#: The message the issue asks for when nothing ever wrote a status on the TFJob.
-NOT_RECONCILED_MESSAGE: Final = "no training operator is reconciling this TFJob"
 #: Why fresh reads list the pods *before* getting the TFJob: the training operator writes a terminal
 #: condition before it acts on pods because of it (cleanPodPolicy deletions), so a TFJob read after
 #: the pods is at least as new as every pod change it caused.
@@ -189,15 +187,15 @@ def uid_of(tfjob: Mapping[str, Any] | None) -> str | None:
     return str(uid) if uid else None
 
 
-def has_operator_status(tfjob: Mapping[str, Any]) -> bool:
-    """Whether any training operator has written a condition on the TFJob (``Created`` at least)."""
-    status = tfjob.get("status")
+def has_succeeded(tfjob: Mapping[str, Any] | None) -> bool:
+    """Whether the training operator has marked the TFJob ``Succeeded`` — final: its training is
+    done, so no deletion that follows an error, a timeout or a kill may throw it away."""
+    status = (tfjob or {}).get("status")
     conditions = status.get("conditions") if isinstance(status, Mapping) else None
-    return isinstance(conditions, list) and len(conditions) > 0
-
-
-def _seconds(value: float) -> str:
-    return f"{value:g} s"
+    return isinstance(conditions, list) and any(
+        isinstance(item, Mapping) and item.get("type") == "Succeeded" and item.get("status") == "True"
+        for item in conditions
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -271,58 +269,19 @@ class WaitTarget:
             message = f"{where} does not exist"
         else:
             message = f"{where} was deleted before it finished"
-        verdict = Verdict(
-            state=VerdictState.FAILED,
-            retryable=True,
-            reason=REASON_TFJOB_DELETED,
-            message=message,
-            operator_finished=True,  # nothing of ours is left to delete (a replacement is not ours)
-        )
         return WaitOutcome(
             status="failed",
             name=self.name,
             namespace=self.namespace,
             uid=self.uid,
             message=message,
-            verdict=verdict,
+            verdict=tfjob_deleted(message),
         )
 
     def error(self, message: str) -> WaitOutcome:
         return WaitOutcome(
             status="error", name=self.name, namespace=self.namespace, uid=self.uid, message=message
         )
-
-    def _startup_failure(
-        self, tfjob: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], verdict: Verdict, waited: float
-    ) -> WaitOutcome:
-        if not has_operator_status(tfjob):
-            message = (
-                f"{NOT_RECONCILED_MESSAGE}: TFJob {self.namespace}/{self.name} has no status "
-                f"{_seconds(round(waited, 1))} after its creation "
-                f"(startup_timeout {_seconds(self.startup_timeout or 0)}). "
-                "Is the Kubeflow training operator running, and does it watch this namespace? "
-                "If it is, see the TFJob's events: a pod it cannot create (e.g. refused by a "
-                "ResourceQuota) stops its pass before it writes any status."
-            )
-            culprits: tuple[str, ...] = ()
-        else:
-            pending = tuple(pod_name(pod) for pod in pods if _phase(pod) in ("Pending", "", None))
-            listed = ", ".join(pending) if pending else "no pods created yet"
-            message = (
-                f"TFJob {self.namespace}/{self.name} did not start within startup_timeout "
-                f"{_seconds(self.startup_timeout or 0)}: replicas still Pending ({listed}); {verdict.message}"
-            )
-            culprits = pending
-        failed = Verdict(
-            state=VerdictState.FAILED,
-            retryable=True,
-            reason=REASON_STARTUP_TIMEOUT,
-            message=message,
-            culprits=culprits,
-            replicas=verdict.replicas,
-            operator_finished=False,
-        )
-        return self._outcome("failed", message, tfjob=tfjob, verdict=failed, pods=pods)
 
     # --- judging -------------------------------------------------------------------------------
 
@@ -363,7 +322,15 @@ class WaitTarget:
             and waited is not None
             and waited >= self.startup_timeout
         ):
-            return self._startup_failure(tfjob, pods, verdict, waited)
+            failed = startup_timeout(
+                tfjob,
+                pods,
+                progress=verdict,
+                waited=waited,
+                limit=self.startup_timeout,
+                where=f"TFJob {self.namespace}/{self.name}",
+            )
+            return self._outcome("failed", failed.message, tfjob=tfjob, verdict=failed, pods=pods)
         return None
 
     def needs_confirmation(self, outcome: WaitOutcome | None) -> bool:
@@ -458,23 +425,15 @@ class WaitTarget:
         return max(wait, MIN_RECHECK_SECONDS)
 
 
-def _phase(pod: Mapping[str, Any]) -> str | None:
-    status = pod.get("status")
-    phase = status.get("phase") if isinstance(status, Mapping) else None
-    return phase if isinstance(phase, str) else None
-
-
 __all__ = [
     "FRESH_READ_ORDER",
-    "NOT_RECONCILED_MESSAGE",
     "OUTCOME_STATUSES",
-    "REASON_STARTUP_TIMEOUT",
     "OutcomeStatus",
     "WaitOutcome",
     "WaitTarget",
     "earliest_deadline",
     "format_utc",
-    "has_operator_status",
+    "has_succeeded",
     "parse_utc",
     "uid_of",
     "utc_now",

@@ -10,7 +10,7 @@ from tfjob_sandbox.testing import wait_for
 
 from tests.integration.airflow_harness import load_dag, run_dag, write_dag_file, xcom_value
 from tests.integration.cluster_queries import tfjobs_of_dag
-from tfjob_provider.wait_outcome import NOT_RECONCILED_MESSAGE
+from tfjob_provider.policy import NOT_RECONCILED_MESSAGE
 
 TIMEOUT_DAG = """
 from __future__ import annotations

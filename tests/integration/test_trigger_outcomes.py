@@ -18,8 +18,8 @@ from tfjob_sandbox.testing import unique_name
 
 from tests.integration.trigger_helpers import delete_tfjob, submit_tfjob, tfjob_exists
 from tfjob_provider.hooks.tfjob import close_async_clients
+from tfjob_provider.policy import NOT_RECONCILED_MESSAGE
 from tfjob_provider.triggers.tfjob import TFJobTrigger
-from tfjob_provider.wait_outcome import NOT_RECONCILED_MESSAGE
 
 NEVER_ENDS = ["python", "-c", "import time; time.sleep(600)"]
 

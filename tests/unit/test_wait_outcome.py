@@ -8,11 +8,16 @@ from datetime import timedelta
 import pytest
 
 from tests.unit.factories import JOB_NAME, JOB_UID, NAMESPACE, NOW, condition, make_pod, make_tfjob
-from tfjob_provider.policy import REASON_PENDING_TIMEOUT, REASON_TFJOB_DELETED, Rules, VerdictState
+from tfjob_provider.policy import (
+    NOT_RECONCILED_MESSAGE,
+    REASON_PENDING_TIMEOUT,
+    REASON_STARTUP_TIMEOUT,
+    REASON_TFJOB_DELETED,
+    Rules,
+    VerdictState,
+)
 from tfjob_provider.wait_outcome import (
     MIN_RECHECK_SECONDS,
-    NOT_RECONCILED_MESSAGE,
-    REASON_STARTUP_TIMEOUT,
     WaitOutcome,
     WaitTarget,
     earliest_deadline,

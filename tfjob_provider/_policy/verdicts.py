@@ -68,9 +68,11 @@ REASON_DEADLINE: Final = "DeadlineExceeded"
 REASON_PENDING_TIMEOUT: Final = "PendingTimeout"
 REASON_WORKER_FAILED: Final = "WorkerFailed"
 REASON_FAILED: Final = "TFJobFailed"
-#: Not produced by :func:`~tfjob_provider.policy.decide` (it needs a TFJob to judge): the
-#: trigger and sensor use it when the TFJob disappears while they wait on it.
+# Failed: verdicts about a wait rather than about the pods — made by
+# :func:`tfjob_provider.policy.tfjob_deleted` and :func:`tfjob_provider.policy.startup_timeout`
+# (not by :func:`~tfjob_provider.policy.decide`, which judges one state and knows no waiter).
 REASON_TFJOB_DELETED: Final = "TFJobDeleted"
+REASON_STARTUP_TIMEOUT: Final = "StartupTimeout"
 
 #: Every reason code with the state it goes with (a test keeps docs/rules.md in step with it).
 REASON_STATES: Final[Mapping[str, VerdictState]] = {
@@ -102,6 +104,7 @@ REASON_STATES: Final[Mapping[str, VerdictState]] = {
     REASON_WORKER_FAILED: VerdictState.FAILED,
     REASON_FAILED: VerdictState.FAILED,
     REASON_TFJOB_DELETED: VerdictState.FAILED,
+    REASON_STARTUP_TIMEOUT: VerdictState.FAILED,
 }
 
 _SUMMARY_FIELDS: Final = ("active", "succeeded", "failed", "pending", "restarts")

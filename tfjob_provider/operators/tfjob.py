@@ -28,10 +28,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final
 
 from airflow.providers.common.compat.sdk import (
-    AirflowException,
     AirflowFailException,
     AirflowTaskTimeout,
     BaseOperator,
@@ -44,16 +43,15 @@ except ImportError:  # pragma: no cover - depends on the installed Airflow
     from airflow.exceptions import TaskDeferralTimeout  # type: ignore[no-redef,attr-defined]
 
 from tfjob_provider.concluding import (
-    XCOM_FAILURE,
+    carry_out,
+    decide_ending,
     delete_if_ours,
-    failure_exception,
-    failure_summary,
-    gather_failure_report,
     judge_confirmed,
     outcome_from_event,
     read_job,
     translated_api_errors,
 )
+from tfjob_provider.ending import ON_FINISH_ACTIONS, OnFinishAction
 from tfjob_provider.hooks.tfjob import TFJobHook
 from tfjob_provider.links import (
     XCOM_NAME,
@@ -77,7 +75,7 @@ from tfjob_provider.operators._log_streaming import LogStreamer, print_deciding_
 from tfjob_provider.operators._submission import Submission, TaskIdentity, submit_or_adopt
 from tfjob_provider.operators._worker_wait import wait_in_worker
 from tfjob_provider.policy import Rules, decide
-from tfjob_provider.reporting import about_job, replicas_still_running, result_dict
+from tfjob_provider.reporting import result_dict
 from tfjob_provider.task_params import DEFERRAL_TIMEOUT_MARGIN, coerce_rules, seconds
 from tfjob_provider.triggers.tfjob import TFJobTrigger
 from tfjob_provider.wait_outcome import (
@@ -94,8 +92,6 @@ if TYPE_CHECKING:
 
     from tfjob_provider.kube.sync_client import SyncTFJobClient
 
-OnFinishAction = Literal["keep", "delete_succeeded", "delete"]
-ON_FINISH_ACTIONS: Final[tuple[str, ...]] = ("keep", "delete_succeeded", "delete")
 #: Seconds the chief's log stream gets to deliver its last lines before the outcome is reported.
 LOG_DRAIN_SECONDS: Final = 2.0
 
@@ -440,10 +436,10 @@ class TFJobOperator(BaseOperator):
                 tfjob, pods = read_job(client, name=name, namespace=namespace)
                 outcome = judge_confirmed(client, target, tfjob, pods)
             if outcome is not None:
-                return self._conclude(context, outcome)
+                return self._conclude(context, target, outcome)
         if self.deferrable:
             self._defer(target)
-        return self._conclude(context, self._wait_in_worker(client, target))
+        return self._conclude(context, target, self._wait_in_worker(client, target))
 
     def _publish(self, context: Context, *, name: str, namespace: str, uid: str | None) -> None:
         ti = context["ti"]
@@ -541,7 +537,14 @@ class TFJobOperator(BaseOperator):
                 # it is not one of them.
                 reported=outcome.verdict.culprits if outcome.status == "failed" and outcome.verdict else (),
             )
-        return self._conclude(context, outcome)
+        target = WaitTarget(
+            name=outcome.name,
+            namespace=outcome.namespace,
+            uid=outcome.uid,
+            rules=self._rules(),
+            startup_timeout=self.startup_timeout,
+        )
+        return self._conclude(context, target, outcome)
 
     def resume_execution(self, next_method: str, next_kwargs: dict[str, Any] | None, context: Context) -> Any:
         """Airflow's own deferral timeout (the safety net) fired: delete the TFJob, then time out."""
@@ -565,42 +568,19 @@ class TFJobOperator(BaseOperator):
 
     # --- concluding ----------------------------------------------------------------------------------
 
-    def _conclude(self, context: Context, outcome: WaitOutcome) -> dict[str, Any]:
+    def _conclude(self, context: Context, target: WaitTarget, outcome: WaitOutcome) -> dict[str, Any] | None:
+        """End the task as :func:`tfjob_provider.ending.conclude` decides for ``outcome``."""
         client = self.hook.client
-        name, namespace, uid = outcome.name, outcome.namespace, outcome.uid
-
-        def delete(why: str) -> None:
-            delete_if_ours(client, name=name, namespace=namespace, uid=uid, log=self.log, why=why)
-
-        if outcome.status == "success" and outcome.verdict is not None:
-            self.log.info("%s", about_job(outcome.message, name=name, namespace=namespace, verb="succeeded"))
-            if self.on_finish_action in ("delete", "delete_succeeded"):
-                delete(f"on_finish_action={self.on_finish_action!r}")
-            return result_dict(
-                name=name,
-                namespace=namespace,
-                uid=uid,
-                verdict=outcome.verdict,
-                start_time=outcome.start_time,
-                completion_time=outcome.completion_time,
+        with translated_api_errors(self.task_id):
+            outcome, ending = decide_ending(
+                client,
+                target,
+                outcome,
+                role="operator",
+                on_finish_action=self.on_finish_action,
+                log_tail_lines=self.log_tail_lines,
             )
-        if outcome.status == "failed" and outcome.verdict is not None:
-            report = gather_failure_report(client, outcome, log_tail_lines=self.log_tail_lines)
-            self.log.error("%s", report)
-            context["ti"].xcom_push(key=XCOM_FAILURE, value=failure_summary(outcome, report))
-            verdict = outcome.verdict
-            if not verdict.operator_finished or replicas_still_running(verdict):
-                delete("the task failed, and no replica may keep running (and holding GPUs) after it")
-            elif self.on_finish_action == "delete":
-                delete("on_finish_action='delete'")
-            raise failure_exception(outcome)
-        if outcome.status == "timeout":
-            delete(outcome.message)
-            raise AirflowTaskTimeout(
-                about_job(outcome.message, name=name, namespace=namespace, verb="timed out")
-            )
-        delete(f"the wait failed: {outcome.message}")
-        raise AirflowException(about_job(outcome.message, name=name, namespace=namespace, verb="error"))
+        return carry_out(client, outcome, ending, role="operator", ti=context["ti"], log=self.log)
 
     # --- killing -------------------------------------------------------------------------------------
 

@@ -26,18 +26,14 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.providers.common.compat.sdk import (
     AirflowException,
-    AirflowSensorTimeout,
-    AirflowSkipException,
     BaseSensorOperator,
     PokeReturnValue,
     conf,
 )
 
 from tfjob_provider.concluding import (
-    XCOM_FAILURE,
-    failure_exception,
-    failure_summary,
-    gather_failure_report,
+    carry_out,
+    decide_ending,
     judge_confirmed,
     outcome_from_event,
     read_job,
@@ -46,7 +42,6 @@ from tfjob_provider.concluding import (
 from tfjob_provider.hooks.tfjob import TFJobHook
 from tfjob_provider.links import XCOM_NAME, XCOM_NAMESPACE, XCOM_UID, TFJobLink
 from tfjob_provider.policy import Rules
-from tfjob_provider.reporting import about_job, result_dict
 from tfjob_provider.task_params import DEFERRAL_TIMEOUT_MARGIN, coerce_rules, seconds
 from tfjob_provider.triggers.tfjob import TFJobTrigger
 from tfjob_provider.wait_outcome import WaitOutcome, WaitTarget, format_utc, utc_now
@@ -151,7 +146,7 @@ class TFJobSensor(BaseSensorOperator):
             outcome = judge_confirmed(self.hook.client, target, tfjob, pods)
         if outcome is None:
             return False
-        return PokeReturnValue(is_done=True, xcom_value=self._conclude(context, outcome))
+        return PokeReturnValue(is_done=True, xcom_value=self._conclude(context, target, outcome))
 
     # --- deferrable -----------------------------------------------------------------------------
 
@@ -183,41 +178,23 @@ class TFJobSensor(BaseSensorOperator):
     def execute_complete(self, context: Context, event: Mapping[str, Any]) -> Any:
         outcome = outcome_from_event(self.task_id, event)
         self._publish(context, outcome.uid, outcome.namespace)
-        return self._conclude(context, outcome)
+        return self._conclude(context, self._target(), outcome)
 
     # --- concluding -----------------------------------------------------------------------------
 
-    def _conclude(self, context: Context, outcome: WaitOutcome) -> dict[str, Any]:
-        if outcome.status == "success" and outcome.verdict is not None:
-            self.log.info(
-                "%s",
-                about_job(outcome.message, name=outcome.name, namespace=outcome.namespace, verb="succeeded"),
+    def _conclude(self, context: Context, target: WaitTarget, outcome: WaitOutcome) -> dict[str, Any] | None:
+        """End the task as :func:`tfjob_provider.ending.conclude` decides (the sensor never deletes)."""
+        client = self.hook.client
+        with translated_api_errors(self.task_id):
+            outcome, ending = decide_ending(
+                client,
+                target,
+                outcome,
+                role="sensor",
+                soft_fail=self.soft_fail,
+                log_tail_lines=self.log_tail_lines,
             )
-            return result_dict(
-                name=outcome.name,
-                namespace=outcome.namespace,
-                uid=outcome.uid,
-                verdict=outcome.verdict,
-                start_time=outcome.start_time,
-                completion_time=outcome.completion_time,
-            )
-        error: AirflowException
-        if outcome.status == "failed" and outcome.verdict is not None:
-            report = gather_failure_report(self.hook.client, outcome, log_tail_lines=self.log_tail_lines)
-            self.log.error("%s", report)
-            context["ti"].xcom_push(key=XCOM_FAILURE, value=failure_summary(outcome, report))
-            error = failure_exception(outcome)
-        elif outcome.status == "timeout":
-            error = AirflowSensorTimeout(
-                about_job(outcome.message, name=outcome.name, namespace=outcome.namespace, verb="timed out")
-            )
-        else:
-            error = AirflowException(
-                about_job(outcome.message, name=outcome.name, namespace=outcome.namespace, verb="error")
-            )
-        if self.soft_fail:
-            raise AirflowSkipException(f"soft_fail: {error}") from error
-        raise error
+        return carry_out(client, outcome, ending, role="sensor", ti=context["ti"], log=self.log)
 
 
 __all__ = ["TFJobSensor"]

@@ -33,7 +33,7 @@ from tfjob_provider.kube import operations as ops
 from tfjob_provider.kube.errors import KubeApiError, NotFoundError
 from tfjob_provider.kube.shared_watch import SharedJobWatch
 from tfjob_provider.policy import Rules
-from tfjob_provider.wait_outcome import WaitOutcome, WaitTarget, parse_utc, uid_of, utc_now
+from tfjob_provider.wait_outcome import WaitOutcome, WaitTarget, has_succeeded, parse_utc, uid_of, utc_now
 
 if TYPE_CHECKING:
     from tfjob_provider.kube.async_client import AsyncTFJobClient
@@ -220,20 +220,34 @@ class TFJobTrigger(BaseTrigger):
         """A user killed the deferred task (Airflow >= 3.3): delete the TFJob if ``cancel_on_kill``.
 
         Never called on triggerer shutdown, restart or redistribution, nor on a trigger timeout.
-        Only the TFJob with this trigger's UID is deleted, never a replacement under the same name.
+        Only the TFJob with this trigger's UID is deleted, never a replacement under the same name,
+        and never one that has Succeeded (its training is done; a rerun adopts it).  The TFJob is
+        read first through the connection's outage budget; if it cannot be read it is left in place.
         """
         if not self.cancel_on_kill:
             return
+        where = f"{self.namespace}/{self.name}"
         async with self.hook.async_client_lease() as client:
             try:
                 current = await client.get_tfjob(self.name, namespace=self.namespace)
+                if self.uid is not None and uid_of(current) != self.uid:
+                    self.log.info("TFJob %s is another object now; not deleting it", where)
+                    return
+                if has_succeeded(current):
+                    self.log.info("Task killed: TFJob %s has Succeeded; not deleting it", where)
+                    return
+                await client.delete_tfjob(self.name, namespace=self.namespace)
             except NotFoundError:
                 return
-            if self.uid is not None and uid_of(current) != self.uid:
-                self.log.info("TFJob %s/%s is another object now; not deleting it", self.namespace, self.name)
+            except KubeApiError as error:
+                self.log.warning(
+                    "Task killed: TFJob %s was left in place because its state could not be read "
+                    "or it could not be deleted: %s",
+                    where,
+                    error.message,
+                )
                 return
-            await client.delete_tfjob(self.name, namespace=self.namespace)
-        self.log.info("Task killed: deleted TFJob %s/%s (uid %s)", self.namespace, self.name, self.uid)
+        self.log.info("Task killed: deleted TFJob %s (uid %s)", where, self.uid)
 
 
 __all__ = ["CLASSPATH", "TFJobTrigger", "describe_error"]
