@@ -11,8 +11,12 @@ BIN := $(VENV)/bin
 UV := $(or $(shell uv --version >/dev/null 2>&1 && command -v uv),.tools/bin/uv)
 PYTEST_ARGS ?=
 LINTED := tfjob_provider tfjob-sandbox/tfjob_sandbox demo tests benchmarks example_dags
+# The sandbox's "image" for the real-TensorFlow trainer: a second venv, apart from Airflow's, from
+# its own lock (pinned tensorflow-cpu and every dependency, with hashes).
+VENV_TF := .venv-tf
+TF_LOCK := example_dags/trainer/requirements-tf.lock
 
-.PHONY: install test lint typecheck demo dist clean
+.PHONY: install venv-tf test lint typecheck demo dist clean
 
 install: $(VENV)/.installed
 
@@ -24,6 +28,15 @@ $(VENV)/.installed: pyproject.toml tfjob-sandbox/pyproject.toml uv.lock | $(UV)
 	$(UV) sync --frozen --all-packages --python "$$(command -v $(PYTHON))"
 	touch $@
 
+venv-tf: $(VENV_TF)/.installed
+
+# Recreated from scratch when the lock changes (uv pip sync removes what the lock no longer names).
+$(VENV_TF)/.installed: $(TF_LOCK) | $(UV)
+	rm -rf $(VENV_TF)
+	$(UV) venv --quiet --python "$$(command -v $(PYTHON))" $(VENV_TF)
+	$(UV) pip sync --quiet --require-hashes --python $(VENV_TF)/bin/python $(TF_LOCK)
+	touch $@
+
 lint: install
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)
@@ -32,7 +45,8 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
-test: lint typecheck
+# The real-TensorFlow tests run the trainer with .venv-tf's interpreter: make test creates it.
+test: lint typecheck venv-tf
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 demo: install
@@ -48,4 +62,4 @@ dist: install
 	$(BIN)/python -m tests.packaging.distributions dist
 
 clean:
-	rm -rf $(VENV) .tools .pytest_cache .mypy_cache .ruff_cache dist
+	rm -rf $(VENV) $(VENV_TF) .tools .pytest_cache .mypy_cache .ruff_cache dist

@@ -70,6 +70,16 @@ class CheckpointStore:
     def has_marker(self, name: str) -> bool:
         return self.directory is not None and self._path(name).exists()
 
+    def has_marker_since(self, name: str, moment: float) -> bool:
+        """The marker exists and was set at or after ``moment`` (``time.time()``): a ``DONE`` left by
+        an earlier run of the same task in the same directory does not stop this run's servers."""
+        if self.directory is None:
+            return False
+        try:
+            return self._path(name).stat().st_mtime >= moment
+        except OSError:
+            return False
+
     def set_marker(self, name: str) -> None:
         if self.directory is None:
             return

@@ -9,11 +9,16 @@ exhaustively.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+import sys
+from collections.abc import Callable, Mapping
+from typing import NoReturn
 
 from trainer.checkpoints import CheckpointStore, failure_marker
 from trainer.options import FailurePlan
 from trainer.tf_config import ClusterRole
+
+Log = Callable[[str], None]
 
 
 def should_fail(
@@ -24,10 +29,17 @@ def should_fail(
     environ: Mapping[str, str],
     store: CheckpointStore,
 ) -> bool:
-    """True when ``plan`` says this replica crashes now, at ``step``."""
-    if plan is None or step != plan.at_step or not role.trains:
+    """True when ``plan`` says this replica crashes now, at ``step``.
+
+    A replica that does not train (a parameter server, or a worker serving a ParameterServer
+    strategy's coordinator) fails only when the plan names it; its ``step`` is the chief's.
+    """
+    if plan is None or step != plan.at_step:
         return False
-    if plan.replica is not None and (plan.replica.type, plan.replica.index) != (role.type, role.index):
+    if plan.replica is None:
+        if not role.trains:
+            return False
+    elif (plan.replica.type, plan.replica.index) != (role.type, role.index):
         return False
     if plan.only_if_env is not None:
         name, value = plan.only_if_env
@@ -40,3 +52,18 @@ def remember_failure(plan: FailurePlan, *, step: int, role: ClusterRole, store: 
     """Leave the marker that lets a ``once`` plan through next time (before exiting)."""
     if plan.once:
         store.set_marker(failure_marker(role.tag, step))
+
+
+def crash(
+    plan: FailurePlan, *, step: int, steps: int, role: ClusterRole, store: CheckpointStore, log: Log
+) -> NoReturn:
+    """Crash now, as planned: leave the ``once`` marker, say so, and exit at once.
+
+    ``os._exit``, not ``sys.exit``: TensorFlow's RPC and collective threads can keep a normal
+    interpreter shutdown waiting, and a crash must look like one (no clean-up, no checkpoint).
+    """
+    remember_failure(plan, step=step, role=role, store=store)
+    log(f"simulated crash at step {step}/{steps}: exiting with status {plan.exit_code}")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(plan.exit_code)

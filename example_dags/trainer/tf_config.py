@@ -56,6 +56,18 @@ class ClusterRole:
     def distributed(self) -> bool:
         return sum(len(addresses) for addresses in self.cluster.values()) > 1
 
+    @property
+    def strategy(self) -> str:
+        """The TensorFlow distribution strategy this cluster calls for (the ``--tensorflow`` path).
+
+        ``parameter_server`` when the cluster has parameter servers (the chief coordinates, the
+        workers and PS serve), ``multi_worker_mirrored`` for any other distributed cluster
+        (synchronous all-reduce among chief and workers), ``single`` without ``TF_CONFIG``.
+        """
+        if self.cluster.get("ps"):
+            return "parameter_server"
+        return "multi_worker_mirrored" if self.distributed else "single"
+
     def describe(self) -> str:
         """One line about the cluster: ``chief 1, ps 1, worker 2``."""
         if not self.cluster:

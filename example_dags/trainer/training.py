@@ -18,6 +18,7 @@ from typing import TextIO
 from trainer.checkpoints import DONE_MARKER, Checkpoint, CheckpointStore, finished_marker
 from trainer.failures import remember_failure, should_fail
 from trainer.options import TrainerOptions
+from trainer.results import TrainingResult, report
 from trainer.tf_config import ClusterRole
 
 Sleep = Callable[[float], None]
@@ -125,6 +126,7 @@ def train(
     """Run the training steps from the last checkpoint; the exit status of the replica."""
     checkpoint = store.load(role.tag)
     done = checkpoint.step if checkpoint is not None else 0
+    resumed_from = done
     loss = checkpoint.loss if checkpoint is not None else None
     if checkpoint is not None:
         log(f"resuming from checkpoint: {checkpoint.step} steps done, loss={checkpoint.loss:.4f}")
@@ -178,9 +180,14 @@ def train(
             return SYNC_TIMEOUT_EXIT
     if role.is_chief:
         store.set_marker(DONE_MARKER)
-    final = f"{loss:.4f}" if loss is not None else "n/a"
-    how = "stopped early" if stopped_early else "finished"
-    log(f"training {how}: {done}/{options.steps} steps, final loss={final}")
+    result = TrainingResult(
+        final_step=done,
+        steps=options.steps,
+        loss=loss,
+        resumed_from=resumed_from,
+        stopped_early=stopped_early,
+    )
+    report(result, log)
     return 0
 
 

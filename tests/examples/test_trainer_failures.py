@@ -42,6 +42,14 @@ def test_only_the_named_replica_fails(tmp_path: Path) -> None:
     assert not decide(plan, ClusterRole("chief", 0, CLUSTER), 2, store)
 
 
+def test_a_named_server_fails_at_the_chiefs_step(tmp_path: Path) -> None:
+    """A PS (or a worker serving a coordinator) does not train; named, it fails at the chief's step."""
+    plan = FailurePlan(at_step=3, exit_code=137, replica=ReplicaRef("ps", 0))
+    store = CheckpointStore(tmp_path)
+    assert [decide(plan, PS_0, step, store) for step in (2, 3, 4)] == [False, True, False]
+    assert not decide(plan, WORKER_0, 3, store)
+
+
 @pytest.mark.parametrize(("value", "fails"), [("1", True), ("2", False), (None, False)])
 def test_environment_condition(tmp_path: Path, value: str | None, fails: bool) -> None:
     plan = FailurePlan(at_step=1, exit_code=137, only_if_env=("AIRFLOW_TRY_NUMBER", "1"))

@@ -172,11 +172,20 @@ def test_tensorflow_path_without_tensorflow_exits_2(monkeypatch: pytest.MonkeyPa
     assert "--tensorflow needs TensorFlow, which is not installed here" in lines[-1]
 
 
-def test_tensorflow_path_refuses_parameter_servers(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_tensorflow_path_refuses_evaluators(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(trainer.tensorflow_training, "tensorflow_available", lambda: True)
-    status, lines = run(["--tensorflow"], tf_config("ps", 0))
+    status, lines = run(["--tensorflow"], tf_config("evaluator", 0))
     assert status == 2
-    assert "has no ps replicas" in lines[-1]
+    assert "--tensorflow has no evaluator" in lines[-1]
+
+
+def test_tensorflow_parameter_servers_need_a_chief_to_coordinate(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(trainer.tensorflow_training, "tensorflow_available", lambda: True)
+    cluster = {"worker": ["w0:1"], "ps": ["p0:1"]}
+    config = {"TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": "worker", "index": 0}})}
+    status, lines = run(["--tensorflow"], config)
+    assert status == 2
+    assert "needs a Chief replica" in lines[-1]
 
 
 def test_runs_as_a_directory_like_a_container_does(tmp_path: Path) -> None:

@@ -49,6 +49,23 @@ def test_roles_in_chief_mode(task_type: str, index: int, chief: bool, trains: bo
     assert role.cluster["worker"] == {0: CLUSTER["worker"][0], 1: CLUSTER["worker"][1]}
 
 
+@pytest.mark.parametrize(
+    ("cluster", "strategy"),
+    [
+        (CLUSTER, "parameter_server"),
+        ({"chief": ["c:1"], "worker": ["w0:1", "w1:1"]}, "multi_worker_mirrored"),
+        ({"worker": ["w0:1", "w1:1"]}, "multi_worker_mirrored"),
+        ({"worker": ["w0:1"]}, "single"),
+    ],
+)
+def test_the_tensorflow_strategy_follows_the_cluster(cluster: dict[str, Any], strategy: str) -> None:
+    assert read_role(env("worker", 0, cluster)).strategy == strategy
+
+
+def test_no_tf_config_trains_in_one_process() -> None:
+    assert read_role({}).strategy == "single"
+
+
 def test_worker_0_is_the_chief_without_a_chief_replica() -> None:
     cluster = {"worker": ["w0:2222", "w1:2222"], "ps": ["p0:2222"]}
     assert read_role(env("worker", 0, cluster)).is_chief
