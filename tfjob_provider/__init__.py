@@ -41,6 +41,7 @@ def get_provider_info() -> dict[str, Any]:
         # The hook uses the cncf-kubernetes provider's "kubernetes" connection type; nothing to add.
         "connection-types": [],
         "extra-links": ["tfjob_provider.links.TFJobLink"],
+        "task-decorators": [{"class-name": "tfjob_provider.decorators.tfjob.tfjob_task", "name": "tfjob"}],
         "config": {
             "tfjob_provider": {
                 "description": "Settings of the Kubeflow TFJob provider.",

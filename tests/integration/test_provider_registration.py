@@ -26,3 +26,13 @@ def test_providers_manager_sees_the_link_and_the_config_option() -> None:
     assert "tfjob_provider.links.TFJobLink" in manager.extra_links_class_names
     options = get_provider_info()["config"]["tfjob_provider"]["options"]
     assert options["dashboard_url_template"]["default"] == ""
+
+
+def test_task_tfjob_is_a_registered_taskflow_decorator() -> None:
+    from airflow.providers_manager import ProvidersManager
+    from airflow.sdk import task
+
+    from tfjob_provider.decorators.tfjob import tfjob_task
+
+    assert "tfjob" in ProvidersManager().taskflow_decorators
+    assert task.tfjob is tfjob_task

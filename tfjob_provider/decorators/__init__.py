@@ -1,0 +1,1 @@
+"""TaskFlow decorators of the provider (``@task.tfjob``)."""
