@@ -188,3 +188,27 @@ def test_admin_endpoints_drive_the_same_faults(faulty: Sandbox, core: client.Cor
     assert admin.status()["operatorRunning"] is False
     admin.start_operator()
     assert admin.status()["operatorRunning"] is True
+
+
+def test_admin_kill_signals_a_pods_process(faulty: Sandbox, core: client.CoreV1Api) -> None:
+    admin = SandboxAdminClient.from_kubeconfig(faulty.kubeconfig_path)
+    core.create_namespaced_pod(
+        "default",
+        {
+            "metadata": {"name": "victim"},
+            "spec": {
+                "restartPolicy": "Never",
+                "containers": [{"name": "tensorflow", "image": "python:3.11", "command": ["sleep", "60"]}],
+            },
+        },
+    )
+    deadline = time.monotonic() + 10
+    while core.read_namespaced_pod("victim", "default").status.phase != "Running":
+        assert time.monotonic() < deadline, "the pod never ran"
+        time.sleep(0.05)
+    admin.kill_process("default", "victim")
+    while (pod := core.read_namespaced_pod("victim", "default")).status.phase != "Failed":
+        assert time.monotonic() < deadline, "the killed pod did not fail"
+        time.sleep(0.05)
+    terminated = pod.status.container_statuses[0].state.terminated
+    assert (terminated.exit_code, terminated.reason) == (137, "Error")

@@ -71,6 +71,32 @@ def test_oom_kill_reports_137_oomkilled_and_restarts_under_on_failure(tmp_path: 
     run(scenario())
 
 
+def test_a_process_killed_from_outside_reports_137_error_and_the_restart_policy_applies(
+    tmp_path: Path,
+) -> None:
+    async def scenario() -> None:
+        async with running_node(tmp_path, operator=False) as node:
+            node.store.create(PODS, pod_manifest("victim", sleep_then_exit(60), restart_policy="OnFailure"))
+            await wait_for(lambda: phase(node.pod("victim")) == "Running")
+            groups = node.kubelet.process_group_ids()
+            node.kubelet.kill_process("default", "victim")
+            pod = await wait_for(
+                lambda: container_status(node.pod("victim"))["restartCount"] == 1 and node.pod("victim")
+            )
+            last = container_status(pod)["lastState"]["terminated"]
+            assert (last["exitCode"], last["reason"]) == (137, "Error")  # a kill, not the OOM killer
+            assert not any(group_alive(g) for g in groups)
+            node.kubelet.kill_process("default", "victim", sig=15)
+            pod = await wait_for(
+                lambda: container_status(node.pod("victim"))["restartCount"] == 2 and node.pod("victim")
+            )
+            assert container_status(pod)["lastState"]["terminated"]["exitCode"] == 143
+            with pytest.raises(ApiError):
+                node.kubelet.kill_process("default", "victim", "no-such-container")
+
+    run(scenario())
+
+
 def test_unpullable_image_waits_in_back_off_until_it_can_be_pulled(tmp_path: Path) -> None:
     async def scenario() -> None:
         async with running_node(tmp_path, operator=False, backoff_initial=0.2, backoff_cap=0.4) as node:

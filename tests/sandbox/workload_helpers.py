@@ -20,6 +20,7 @@ from typing import Any
 
 from tfjob_sandbox.controller import TrainingOperator
 from tfjob_sandbox.kubelet import Kubelet
+from tfjob_sandbox.loopback_ports import PortReservations
 from tfjob_sandbox.resources import EVENTS, PODS, TFJOBS
 from tfjob_sandbox.store import Store
 from tfjob_sandbox.webhook import register_tfjob_admission
@@ -43,6 +44,7 @@ class Node:
     store: Store
     kubelet: Kubelet
     operator: TrainingOperator
+    ports: PortReservations | None = None
 
     def pod(self, name: str, namespace: str = "default") -> dict[str, Any]:
         return self.store.get(PODS, name, namespace=namespace)
@@ -79,22 +81,27 @@ async def running_node(
 ) -> AsyncIterator[Node]:
     store = Store()
     register_tfjob_admission(store)
+    # As the sandbox runtime wires them: the operator reserves loopback ports, the kubelet releases.
+    ports = PortReservations() if kwargs.get("loopback_tf_config") else None
     kubelet = Kubelet(
         store,
         workdir=workdir,
         backoff_initial=backoff_initial,
         backoff_cap=backoff_cap,
         pod_start_delay=pod_start_delay,
+        ports=ports,
     )
-    training_operator = TrainingOperator(store, **kwargs)
+    training_operator = TrainingOperator(store, ports=ports, **kwargs)
     kubelet.start()
     if operator:
         training_operator.start()
     try:
-        yield Node(store, kubelet, training_operator)
+        yield Node(store, kubelet, training_operator, ports)
     finally:
         await training_operator.stop()
         await kubelet.stop()
+        if ports is not None:
+            ports.close()
 
 
 async def wait_for(predicate: Callable[[], Any], *, timeout: float = 10.0, interval: float = 0.02) -> Any:

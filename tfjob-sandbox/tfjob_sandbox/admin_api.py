@@ -8,6 +8,7 @@ Each endpoint takes and returns small JSON objects; :mod:`admin_client` is the m
 from __future__ import annotations
 
 import json
+import signal
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +50,7 @@ class AdminApi:
             ("POST", "/faults/image-unpullable"): self._image_unpullable,
             ("POST", "/faults/unschedulable"): self._unschedulable,
             ("POST", "/faults/oom-kill"): self._oom_kill,
+            ("POST", "/faults/kill"): self._kill_process,
             ("POST", "/operator/stop"): self._stop_operator,
             ("POST", "/operator/start"): self._start_operator,
         }
@@ -152,6 +154,15 @@ class AdminApi:
             str(params.get("namespace", "default")),
             str(_required(params, "pod")),
             str(params.get("container", "tensorflow")),
+        )
+        return {}
+
+    async def _kill_process(self, params: dict[str, Any]) -> dict[str, Any]:
+        self.runtime.kubelet.kill_process(
+            str(params.get("namespace", "default")),
+            str(_required(params, "pod")),
+            str(params.get("container", "tensorflow")),
+            int(params.get("signal", signal.SIGKILL)),
         )
         return {}
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import signal
 import ssl
 import urllib.error
 import urllib.request
@@ -153,6 +154,15 @@ class SandboxAdminClient:
 
     def oom_kill(self, namespace: str, pod: str, container: str = "tensorflow") -> None:
         self._call("POST", "/faults/oom-kill", {"namespace": namespace, "pod": pod, "container": container})
+
+    def kill_process(
+        self, namespace: str, pod: str, container: str = "tensorflow", sig: int = signal.SIGKILL
+    ) -> None:
+        self._call(
+            "POST",
+            "/faults/kill",
+            {"namespace": namespace, "pod": pod, "container": container, "signal": sig},
+        )
 
     def stop_operator(self) -> None:
         self._call("POST", "/operator/stop", {})

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import signal
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -183,6 +184,12 @@ class Sandbox:
 
     def oom_kill(self, namespace: str, pod: str, container: str = "tensorflow") -> None:
         self.call(self.kubelet.oom_kill, namespace, pod, container)
+
+    def kill_process(
+        self, namespace: str, pod: str, container: str = "tensorflow", sig: int = signal.SIGKILL
+    ) -> None:
+        """Signal a container's processes from outside (``kill -9``): exit 137, reason ``Error``."""
+        self.call(self.kubelet.kill_process, namespace, pod, container, sig)
 
     def stop_operator(self) -> None:
         self.call(self.operator.stop)

@@ -8,16 +8,15 @@ the same events (like informers), so a reconcile reads its job's pods in O(pods 
 
 Besides the events, a job is looked at again when its pass asks for it: at ``activeDeadlineSeconds``
 (the sandbox enforces the deadline on time; upstream waits for the next event, #3358) and when
-``ttlSecondsAfterFinished`` expires.  ``loopback_tf_config=True`` gives every replica a free local
-port and writes ``127.0.0.1:<port>`` into TF_CONFIG, so real distributed TensorFlow processes
-can reach each other on one machine.
+``ttlSecondsAfterFinished`` expires.  ``loopback_tf_config=True`` gives every replica a local port
+reserved by :mod:`loopback_ports` and writes ``127.0.0.1:<port>`` into TF_CONFIG, so real
+distributed TensorFlow processes can reach each other on one machine.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -26,6 +25,7 @@ from tfjob_sandbox import controller_reconcile as core
 from tfjob_sandbox import wire
 from tfjob_sandbox.errors import ApiError
 from tfjob_sandbox.events import record_event
+from tfjob_sandbox.loopback_ports import PortReservations
 from tfjob_sandbox.resources import PODS, SERVICES, TFJOBS, ResourceType
 from tfjob_sandbox.store import Store, utcnow
 from tfjob_sandbox.tfjob_spec import defaulted_spec, replica_count
@@ -52,19 +52,14 @@ def _controller_owner(obj: dict[str, Any]) -> JobKey | None:
     return None
 
 
-def free_local_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 class TrainingOperator:
     """The Kubeflow training operator's TFJob controller, emulated (see the module docstring).
 
     :param store: the sandbox's object store.
     :param clock: the time used for conditions, startTime/completionTime and deadlines.
     :param loopback_tf_config: write ``127.0.0.1:<port>`` endpoints into TF_CONFIG.
+    :param ports: where loopback ports are reserved (shared with the kubelet, which releases a
+        port when it starts the process that listens on it); default: a private set.
     """
 
     def __init__(
@@ -73,10 +68,12 @@ class TrainingOperator:
         *,
         clock: Callable[[], datetime] = utcnow,
         loopback_tf_config: bool = False,
+        ports: PortReservations | None = None,
     ) -> None:
         self._store = store
         self._clock = clock
         self._loopback = loopback_tf_config
+        self._reservations = ports if ports is not None or not loopback_tf_config else PortReservations()
         self._jobs: dict[JobKey, dict[str, Any]] = {}
         self._pods: dict[JobKey, dict[str, dict[str, Any]]] = {}
         self._services: dict[JobKey, dict[str, dict[str, Any]]] = {}
@@ -135,7 +132,7 @@ class TrainingOperator:
             key = _key(new)
             if event_type == "DELETED":
                 self._jobs.pop(key, None)
-                self._ports.pop(str(new["metadata"].get("uid", "")), None)
+                self._release_ports(str(new["metadata"].get("uid", "")))
                 timer = self._timers.pop(key, None)
                 if timer is not None:
                     timer.cancel()
@@ -206,13 +203,19 @@ class TrainingOperator:
         if core.is_managed_elsewhere(job):
             return
         add_created = uid in self._needs_created
+        try:
+            loopback_ports = self._loopback_ports(job) if self._loopback else None
+        except RuntimeError as error:  # no free port right now: say so, try again shortly
+            self._event(job, "Warning", "FailedReservePort", str(error))
+            self._requeue(key, RETRY_AFTER_ERROR)
+            return
         outcome = core.reconcile(
             job,
             list(self._pods.get(key, {}).values()),
             list(self._services.get(key, {}).values()),
             now=self._clock(),
             add_created=add_created,
-            loopback_ports=self._loopback_ports(job) if self._loopback else None,
+            loopback_ports=loopback_ports,
         )
         self._needs_created.discard(uid)
         if not self._apply(key, job, outcome.actions):
@@ -295,12 +298,20 @@ class TrainingOperator:
         )
 
     def _loopback_ports(self, job: dict[str, Any]) -> dict[str, list[int]]:
-        """One stable free local port per replica; grown when a replica type scales up."""
+        """One stable reserved local port per replica; grown when a replica type scales up."""
+        assert self._reservations is not None
         ports = self._ports.setdefault(str(job["metadata"].get("uid", "")), {})
         for replica_type, replica in defaulted_spec(job.get("spec"))["tfReplicaSpecs"].items():
             if not isinstance(replica, dict):
                 continue
             taken = ports.setdefault(replica_type.lower(), [])
             while len(taken) < replica_count(replica):
-                taken.append(free_local_port())
+                taken.append(self._reservations.reserve())
         return ports
+
+    def _release_ports(self, uid: str) -> None:
+        """The job is gone: give back the ports of replicas that never started."""
+        ports = self._ports.pop(uid, {})
+        if self._reservations is not None:
+            for port in (port for taken in ports.values() for port in taken):
+                self._reservations.release(port)

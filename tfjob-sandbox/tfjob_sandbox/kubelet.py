@@ -31,6 +31,7 @@ from tfjob_sandbox import container_env, pod_status
 from tfjob_sandbox.errors import ApiError
 from tfjob_sandbox.events import record_event
 from tfjob_sandbox.image_pulls import PullFailure, check_cause
+from tfjob_sandbox.loopback_ports import PortReservations
 from tfjob_sandbox.processes import ChildProcess, ProcessRunner
 from tfjob_sandbox.resources import PODS, ResourceType
 from tfjob_sandbox.store import Store, format_time, utcnow
@@ -169,6 +170,9 @@ class Kubelet:
         node spends (0: start at once).  Lets tests see Pending replicas, and keeps a deferred
         task's trigger from firing within seconds of the deferral.
     :param clock: the time written into statuses and events.
+    :param ports: loopback ports reserved for pods (loopback TF_CONFIG); a container's declared
+        ``containerPort`` values are released just before its process starts, so the process
+        can bind them and nothing else could take them before.
     """
 
     def __init__(
@@ -181,8 +185,10 @@ class Kubelet:
         backoff_cap: float = 10.0,
         pod_start_delay: float = 0.0,
         clock: Callable[[], datetime] = utcnow,
+        ports: PortReservations | None = None,
     ) -> None:
         self._store = store
+        self._ports = ports
         self._workdir = Path(workdir)
         self.node_name = node_name
         self.backoff_initial = backoff_initial
@@ -352,6 +358,19 @@ class Kubelet:
         match.kill_reason = "OOMKilled"
         assert self._runner is not None and match.process is not None
         self._runner.signal_group(match.process, signal.SIGKILL)
+
+    def kill_process(
+        self, namespace: str, pod: str, container: str = "tensorflow", sig: int = signal.SIGKILL
+    ) -> None:
+        """Send ``sig`` to a container's processes from outside, as ``kill -9`` by an operator or an
+        external agent would: the container ends with 128 + the signal (137) and reason ``Error``,
+        and the restart policy then applies as usual."""
+        record = self._record(namespace, pod)
+        match = next((c for c in record.containers if c.name == container), None) if record else None
+        if record is None or match is None or not match.running:
+            raise ApiError(404, "NotFound", f'container "{container}" of pod "{pod}" is not running')
+        assert self._runner is not None and match.process is not None
+        self._runner.signal_group(match.process, sig)
 
     # -- store events ---------------------------------------------------------------------------
 
@@ -556,6 +575,9 @@ class Kubelet:
         log_file = record.directory / container.name / f"{run}.log"
         container.container_id = f"sandbox://{uuid.uuid4().hex}"
         assert self._runner is not None and self._loop is not None
+        if self._ports is not None:
+            for declared in container.spec.get("ports") or []:
+                self._ports.release(int(declared.get("containerPort") or 0))
         try:
             container.process = self._runner.spawn(
                 argv,

@@ -25,6 +25,7 @@ from tfjob_sandbox.crds import install_crd_support
 from tfjob_sandbox.faults import ApiFaults
 from tfjob_sandbox.kubeconfig import write_kubeconfig
 from tfjob_sandbox.kubelet import Kubelet
+from tfjob_sandbox.loopback_ports import PortReservations
 from tfjob_sandbox.persistence import StatePersister
 from tfjob_sandbox.rbac import RbacPolicy
 from tfjob_sandbox.resources import Registry
@@ -115,14 +116,19 @@ class SandboxRuntime:
         if self.persister is not None:
             self.persister.load()
         register_tfjob_admission(self.store)
+        #: Loopback ports the operator reserves and the kubelet releases to the pods' processes.
+        self.ports = PortReservations() if options.loopback_tf_config else None
         self.kubelet = Kubelet(
             self.store,
             workdir=self.workdir,
             backoff_initial=options.backoff_initial,
             backoff_cap=options.backoff_cap,
             pod_start_delay=options.pod_start_delay,
+            ports=self.ports,
         )
-        self.operator = TrainingOperator(self.store, loopback_tf_config=options.loopback_tf_config)
+        self.operator = TrainingOperator(
+            self.store, loopback_tf_config=options.loopback_tf_config, ports=self.ports
+        )
         self.faults = ApiFaults(seed=options.fault_seed)
         policy = RbacPolicy.from_file(options.rbac_file) if options.rbac_file else None
         self.authenticator = Authenticator(admin_token=self.token, policy=policy)
@@ -167,6 +173,8 @@ class SandboxRuntime:
             if self.persister is not None:
                 await self.persister.stop()
         finally:
+            if self.ports is not None:
+                self.ports.close()
             self._started = False
             shutil.rmtree(self._private_dir / "pki", ignore_errors=True)
 
