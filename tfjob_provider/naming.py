@@ -39,6 +39,7 @@ from tfjob_provider.constants import (
     LABEL_TRY_NUMBER,
     MANAGED_BY_VALUE,
 )
+from tfjob_provider.quoting import shown
 
 #: Longest DNS-1035 / DNS-1123 label and longest label value Kubernetes accepts.
 DNS_LABEL_MAX_LENGTH: Final = 63
@@ -199,7 +200,9 @@ def _mapping_or_new(parent: dict[str, Any], key: str, where: str) -> dict[str, A
     if existing is None:
         parent[key] = {}
     elif not isinstance(existing, dict):
-        raise ValueError(f"{where} must be a mapping to stamp the Airflow identity on it, not {existing!r}")
+        raise ValueError(
+            f"{where} must be a mapping to stamp the Airflow identity on it, not {shown(existing)}"
+        )
     result: dict[str, Any] = parent[key]
     return result
 

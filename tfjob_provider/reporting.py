@@ -22,13 +22,12 @@ from tfjob_provider.constants import (
     LABEL_REPLICA_TYPE,
 )
 from tfjob_provider.policy import Verdict
+from tfjob_provider.quoting import clip
 
 #: Culprits whose logs are fetched for a failure report; more would only repeat the same story.
 MAX_CULPRIT_LOGS: Final = 3
 #: Events shown in a failure report (the most recent ones).
 MAX_REPORT_EVENTS: Final = 20
-#: Characters kept of one log line or message in a report, so one binary line cannot flood the log.
-MAX_LINE_CHARS: Final = 1000
 
 #: Event reasons worth showing even when the event type is Normal: they explain a pod's end.
 _TELLING_NORMAL_REASONS: Final = frozenset({"Killing", "Preempting", "ExitedWithCode", "TFJobRestarting"})
@@ -42,10 +41,6 @@ def _mapping(value: Any) -> Mapping[str, Any]:
 
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
-
-
-def _clip(text: str, limit: int = MAX_LINE_CHARS) -> str:
-    return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit} more characters)"
 
 
 def pod_name(pod: Mapping[str, Any]) -> str:
@@ -170,7 +165,7 @@ def _event_line(event: Mapping[str, Any]) -> str:
     kind = str(involved.get("kind") or "?").lower()
     count = event.get("count")
     repeated = f" (x{count})" if isinstance(count, int) and count > 1 else ""
-    message = _clip(str(event.get("message") or "").strip())
+    message = clip(str(event.get("message") or "").strip())
     return f"{when} {kind}/{involved.get('name', '?')} {event.get('reason', '?')}{repeated}: {message}"
 
 
@@ -197,14 +192,14 @@ def _culprit_lines(number: int, facts: PodFailure, log_tail: str | None) -> list
     lines.append(f"  exit code: {facts.exit_code if facts.exit_code is not None else 'none recorded'}")
     lines.append(f"  Kubernetes reason: {facts.reason or 'none recorded'}")
     if facts.message:
-        lines.append(f"  termination message: {_clip(facts.message.strip())}")
+        lines.append(f"  termination message: {clip(facts.message.strip())}")
     if facts.phase:
         lines.append(f"  pod phase: {facts.phase}; container restarts: {facts.restarts}")
     if log_tail is not None:
         body = log_tail.rstrip("\n").splitlines()
         which = "previous container's" if facts.restarted_in_place else "container"
         lines.append(f"  last {len(body)} line(s) of the {which} log:")
-        lines.extend(f"    | {_clip(line)}" for line in body)
+        lines.extend(f"    | {clip(line)}" for line in body)
     return lines
 
 
@@ -234,7 +229,7 @@ def failure_report(
     logs = logs or {}
     retry = "retryable — Airflow may retry the task" if verdict.retryable else "permanent — not retried"
     lines = [
-        _clip(about_job(verdict.message, name=name, namespace=namespace, verb="failed")),
+        clip(about_job(verdict.message, name=name, namespace=namespace, verb="failed")),
         f"  reason {verdict.reason}; {retry}",
     ]
     by_name = {pod_name(pod): pod for pod in pods}

@@ -12,6 +12,7 @@ from datetime import timedelta
 from typing import Any, Final
 
 from tfjob_provider.policy import Rules
+from tfjob_provider.quoting import shown
 
 #: How much later than the trigger's own deadline Airflow's deferral timeout fires: the trigger
 #: needs a moment to re-read the state and report; Airflow's timeout is only the safety net.
@@ -25,7 +26,9 @@ def seconds(value: float | timedelta | None, *, field: str) -> float | None:
     if isinstance(value, timedelta):
         value = value.total_seconds()
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise ValueError(f"{field} must be a non-negative number of seconds or a timedelta, got {value!r}")
+        raise ValueError(
+            f"{field} must be a non-negative number of seconds or a timedelta, got {shown(value)}"
+        )
     return float(value)
 
 

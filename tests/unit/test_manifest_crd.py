@@ -256,10 +256,17 @@ def _problems(path: Path) -> list[Problem]:
     return []
 
 
+def _last_segment(field: str) -> str:
+    """``restartpolicy`` of ``spec.x.restartpolicy``; ``a b`` of ``spec["a b"]`` (not an identifier)."""
+    if field.endswith('"]'):
+        return field[field.rindex('["') + 2 : -2]
+    return field.rsplit(".", 1)[-1]
+
+
 def _unknown_field_names(path: Path) -> list[str]:
     """The field names the validator rejected as unknown in this corpus case (last path segment)."""
     return [
-        problem.field.rsplit(".", 1)[-1]
+        _last_segment(problem.field)
         for problem in _problems(path)
         if problem.message.startswith("unknown field")
     ]

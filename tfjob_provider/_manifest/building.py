@@ -19,9 +19,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 from typing import Any, Final, TypeAlias
 
+from tfjob_provider._manifest.limits import shape_problem
 from tfjob_provider._manifest.problems import ManifestError, Problem, child, did_you_mean
 from tfjob_provider._manifest.validation import validate_tfjob
 from tfjob_provider.constants import API_VERSION, DEFAULT_CONTAINER_NAME, KIND
+from tfjob_provider.quoting import shown
 
 EnvInput: TypeAlias = Mapping[str, Any] | Sequence[Mapping[str, Any]]
 
@@ -30,7 +32,7 @@ DEFAULT_CLEAN_POD_POLICY: Final = "Running"
 #: Default replica ``restartPolicy`` of typed builds: the training operator's own default, written out.
 DEFAULT_RESTART_POLICY: Final = "Never"
 
-_INTEGER_TEXT = re.compile(r"\s*[+-]?\d+\s*")
+_INTEGER_TEXT = re.compile(r"\s*[+-]?\d{1,30}\s*")  # longer numbers are left for the validator to refuse
 
 
 @dataclass(frozen=True)
@@ -95,9 +97,10 @@ class _Builder:
         elif isinstance(value, Mapping):
             unknown = [key for key in value if key not in _REPLICA_KEYS]
             for key in unknown:
+                hint = did_you_mean(key, _REPLICA_KEYS) if isinstance(key, str) else ""
                 self.add(
                     child(param, key),
-                    f"is not a replica setting{did_you_mean(str(key), _REPLICA_KEYS)}.",
+                    f"is not a replica setting{hint}.",
                     f"Use only {', '.join(_REPLICA_KEYS)}.",
                 )
             known = {key: item for key, item in value.items() if key in _REPLICA_KEYS}
@@ -106,7 +109,7 @@ class _Builder:
         else:
             self.add(
                 param,
-                f"must be a replica count, a ReplicaSpec or a dict, not {value!r}.",
+                f"must be a replica count, a ReplicaSpec or a dict, not {shown(value)}.",
                 f"Pass e.g. {param}=2 or {param}={{'replicas': 2, 'restart_policy': 'OnFailure'}}.",
             )
             return ReplicaSpec()  # stand-in so that no follow-on "no Worker" problem is reported
@@ -118,7 +121,7 @@ class _Builder:
         if isinstance(value, str) or not isinstance(value, Sequence):
             self.add(
                 param,
-                f"must be a list of strings, not {value!r}.",
+                f"must be a list of strings, not {shown(value)}.",
                 f'Split it into a list, e.g. {param}=["python", "train.py"].',
             )
             return None
@@ -146,7 +149,7 @@ class _Builder:
                 else:
                     self.add(
                         child(param, name),
-                        f"must be text, a number, a boolean or a valueFrom mapping, not {item!r}.",
+                        f"must be text, a number, a boolean or a valueFrom mapping, not {shown(item)}.",
                         "Give the value as text.",
                     )
             return variables
@@ -155,7 +158,7 @@ class _Builder:
             return [dict(item) for item in value]
         self.add(
             param,
-            f"must be a mapping of name to value or a list of {{name, value}} dicts, not {value!r}.",
+            f"must be a mapping of name to value or a list of {{name, value}} dicts, not {shown(value)}.",
             f'Pass e.g. {param}={{"EPOCHS": "10"}}.',
         )
         return []
@@ -238,8 +241,13 @@ def build_tfjob(
     Integers may arrive as decimal text and booleans as ``"true"``/``"false"``, because that is
     what Jinja renders; problems name the manifest field a parameter fills
     (``spec.tfReplicaSpecs.Worker.replicas`` for ``worker``), or the parameter itself when it
-    could not be used at all.
+    could not be used at all.  A parameter over the limits of :mod:`.limits` (nesting, size) is
+    refused before anything copies or walks it.
     """
+    given = dict(locals())
+    over_limits = [problem for field, value in given.items() if (problem := shape_problem(value, field))]
+    if over_limits:
+        raise ManifestError(over_limits)
     builder = _Builder()
     job_env = builder.env("env", env)
     job_command = builder.string_list("command", command)

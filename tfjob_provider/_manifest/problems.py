@@ -16,8 +16,21 @@ import difflib
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Final
+
+from tfjob_provider.quoting import clip, shown
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: Characters kept of a problem's field path, message and fix; a report lists problems up to
+#: :data:`MAX_REPORT_CHARS` and counts the rest, so no error message grows with its input.
+_MAX_FIELD_CHARS: Final = 200
+_MAX_MESSAGE_CHARS: Final = 400
+_MAX_FIX_CHARS: Final = 300
+#: Longest ``str()`` of a :class:`ManifestError` (the problems themselves all stay in ``problems``).
+MAX_REPORT_CHARS: Final = 4000
+#: Words longer than this get no "did you mean": no field name is that long, and difflib's cost
+#: grows with the word.
+_MAX_GUESSED_CHARS: Final = 64
 
 
 @dataclass(frozen=True)
@@ -28,6 +41,13 @@ class Problem:
     message: str
     fix: str
 
+    def __post_init__(self) -> None:
+        # Messages quote user values; whatever a caller built, a problem stays a few hundred
+        # characters long.
+        object.__setattr__(self, "field", clip(self.field, _MAX_FIELD_CHARS))
+        object.__setattr__(self, "message", clip(self.message, _MAX_MESSAGE_CHARS))
+        object.__setattr__(self, "fix", clip(self.fix, _MAX_FIX_CHARS))
+
     def __str__(self) -> str:
         return f"{self.field}: {self.message} Fix: {self.fix}"
 
@@ -36,7 +56,8 @@ class ManifestError(ValueError):
     """A TFJob manifest (or the typed parameters meant to build one) cannot be submitted.
 
     ``problems`` holds every problem found, in the order the manifest was walked; ``str()`` lists
-    them one per line, each naming the field path and the fix.
+    them one per line, each naming the field path and the fix — as many as fit in
+    :data:`MAX_REPORT_CHARS`, followed by the count of the others.
     """
 
     def __init__(self, problems: Sequence[Problem]) -> None:
@@ -47,8 +68,17 @@ class ManifestError(ValueError):
 
     def _render(self) -> str:
         count = len(self.problems)
-        header = f"TFJob manifest is invalid ({count} problem{'s' if count != 1 else ''}):"
-        return "\n".join([header, *(f"  - {problem}" for problem in self.problems)])
+        lines = [f"TFJob manifest is invalid ({count} problem{'s' if count != 1 else ''}):"]
+        length = len(lines[0])
+        for index, problem in enumerate(self.problems):
+            line = f"  - {problem}"
+            if length + len(line) > MAX_REPORT_CHARS:
+                rest = count - index
+                lines.append(f"  … and {rest} more problem{'s' if rest != 1 else ''} (fix these first).")
+                break
+            lines.append(line)
+            length += len(line) + 1
+        return "\n".join(lines)
 
     def __reduce__(self) -> tuple[type[ManifestError], tuple[list[Problem]]]:
         # Exceptions are pickled by their args; ours are built from the problem list instead.
@@ -59,7 +89,7 @@ def child(path: str, key: object) -> str:
     """The field path of *key* under *path*: ``spec.runPolicy`` or ``metadata.labels["a/b"]``."""
     if isinstance(key, int):
         return f"{path}[{key}]"
-    text = str(key)
+    text = clip(str(key), 60) if isinstance(key, str) else shown(key, 60)
     if _IDENTIFIER.fullmatch(text):
         return f"{path}.{text}" if path else text
     return f'{path}["{text}"]'
@@ -67,6 +97,8 @@ def child(path: str, key: object) -> str:
 
 def closest(word: str, candidates: Iterable[str]) -> str | None:
     """The candidate *word* was most likely meant to be (case-insensitive first), or None."""
+    if len(word) > _MAX_GUESSED_CHARS:
+        return None
     options = list(candidates)
     for option in options:
         if option.lower() == word.lower():

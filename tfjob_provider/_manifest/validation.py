@@ -21,7 +21,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from tfjob_provider._manifest.checks import INT64_MAX, ProblemCollector, describe
+from tfjob_provider._manifest.checks import INT64_MAX, ProblemCollector, as_text, describe
+from tfjob_provider._manifest.limits import shape_problem
 from tfjob_provider._manifest.problems import ManifestError, Problem, child, closest, one_of
 from tfjob_provider.constants import (
     API_VERSION,
@@ -89,6 +90,8 @@ def _home_of(name: str, *, near: str) -> str:
 
 _QUANTITY = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)(([KMGTPE]i)|[numkMGTPE]|[eE][+-]?(\d+(\.\d*)?|\.\d+))?")
 _SERVICE_NAME_LIMIT: Final = DNS_LABEL_MAX_LENGTH
+#: No image reference (registry/repository:tag@digest) contains whitespace or a control character.
+_IMAGE_FORBIDDEN = re.compile(r"[\s\x00-\x1f\x7f]")
 _DNS1035_PATTERN = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")  # the length is checked with the pod names
 
 
@@ -124,7 +127,7 @@ def _unknown_fields(
         if key in allowed:
             continue
         field = child(path, key)
-        name = str(key)
+        name = as_text(key)
         guess = closest(name, allowed)
         home = _home_of(name, near=path)
         if home and guess != name:
@@ -164,7 +167,7 @@ def _check_metadata(checker: ProblemCollector, manifest: Mapping[str, Any]) -> s
         checker.add("metadata.name", f"must be a string, not {describe(name)}.", "Quote the name.")
     elif _DNS1035_PATTERN.fullmatch(name) is None:
         message = (
-            f'"{name}" is not a DNS-1035 label: use lower-case letters, digits and "-", '
+            f'"{as_text(name)}" is not a DNS-1035 label: use lower-case letters, digits and "-", '
             "start with a letter and end with a letter or digit."
         )
         checker.add("metadata.name", message, f'Rename it, e.g. "{suggest_dns1035_label(name)}".')
@@ -179,7 +182,8 @@ def _check_metadata(checker: ProblemCollector, manifest: Mapping[str, Any]) -> s
         )
     if resource_version := metadata.get("resourceVersion"):
         message = (
-            f'is set ("{resource_version}"): the API server refuses to create an object that carries one.'
+            f'is set ("{as_text(resource_version)}"): the API server refuses to create an object '
+            "that carries one."
         )
         fix = "Remove it, and uid and creationTimestamp too if this came from `kubectl get -o yaml`."
         checker.add("metadata.resourceVersion", message, fix)
@@ -197,15 +201,17 @@ def _check_string_map(checker: ProblemCollector, path: str, value: Any, *, label
         if isinstance(key, str) and not is_qualified_key(key):
             checker.add(
                 field,
-                f'"{key}" is not a valid key.',
+                f'"{as_text(key)}" is not a valid key.',
                 "Use [prefix/]name: name ≤ 63 alphanumerics, '-', '_', '.'; prefix a DNS subdomain.",
             )
         if not isinstance(item, str):
-            checker.add(field, f"must be a string, not {describe(item)}.", f'Quote the value: "{item}".')
+            checker.add(
+                field, f"must be a string, not {describe(item)}.", f'Quote the value: "{as_text(item)}".'
+            )
         elif labels and not is_label_value(item):
             checker.add(
                 field,
-                f'"{item}" is not a valid label value.',
+                f'"{as_text(item)}" is not a valid label value.',
                 f'Use at most 63 alphanumerics, "-", "_" or "." (e.g. "{sanitize_label_value(item)}").',
             )
 
@@ -235,7 +241,7 @@ def _rekey_replica_specs(
             hint = f'Did you mean "{guess}"? ' if guess else ""
             checker.add(
                 child(path, key),
-                f'unknown replica type "{key}".',
+                f'unknown replica type "{as_text(key)}".',
                 f"{hint}Replica types are {one_of(REPLICA_TYPES)}.",
             )
             rekeyed[key] = replica
@@ -288,7 +294,7 @@ def _check_containers(
         elif name in names:
             checker.add(
                 child(field, "name"),
-                f'"{name}" is used by container {names[name]} too.',
+                f'"{as_text(name)}" is used by container {names[name]} too.',
                 "Give every container a unique name.",
             )
         else:
@@ -303,6 +309,12 @@ def _check_containers(
                 message = f"must be a non-empty string, not {describe(image)}."
             checker.add(
                 child(field, "image"), message, "Set the container image, e.g. registry/team/trainer:1.4."
+            )
+        elif _IMAGE_FORBIDDEN.search(image):
+            checker.add(
+                child(field, "image"),
+                f'"{as_text(image)}" is not an image reference: it contains a space or a control character.',
+                "Write the image as registry/repository:tag, without spaces or control characters.",
             )
         for key in ("command", "args"):
             items = spec.get(key)
@@ -320,19 +332,54 @@ def _check_containers(
                     checker.add(
                         child(child(field, key), position),
                         f"must be a string, not {describe(item)}.",
-                        f'Quote it: "{item}".',
+                        f'Quote it: "{as_text(item)}".',
                     )
         _check_env(checker, child(field, "env"), spec.get("env"))
+        _check_kinds(checker, field, spec, _CONTAINER_KINDS)
     if required and DEFAULT_CONTAINER_NAME not in names:
         guess = closest(DEFAULT_CONTAINER_NAME, names)
         only = next(iter(names)) if len(names) == 1 else None
         rename = guess or only
-        hint = f' (rename "{rename}")' if rename else ""
+        hint = f' (rename "{as_text(rename)}")' if rename else ""
         message = (
             f'has no container named "{DEFAULT_CONTAINER_NAME}": the training operator reads the exit '
             "code of that container and gives it TF_CONFIG."
         )
         checker.add(path, message, f'Name the training container "{DEFAULT_CONTAINER_NAME}"{hint}.')
+
+
+#: Pod spec and container fields whose kind (list or mapping) is checked: the ones manifests most
+#: often get wrong.  The API server checks the rest of the pod spec — after the request is made.
+_POD_SPEC_KINDS: Final[Mapping[str, type]] = {
+    "volumes": list,
+    "tolerations": list,
+    "imagePullSecrets": list,
+    "nodeSelector": dict,
+    "affinity": dict,
+    "securityContext": dict,
+}
+_CONTAINER_KINDS: Final[Mapping[str, type]] = {
+    "ports": list,
+    "volumeMounts": list,
+    "envFrom": list,
+    "resources": dict,
+    "securityContext": dict,
+}
+
+
+def _check_kinds(
+    checker: ProblemCollector, path: str, spec: Mapping[str, Any], kinds: Mapping[str, type]
+) -> None:
+    for key, kind in kinds.items():
+        value = spec.get(key)
+        if value is None:
+            continue
+        if kind is list and not isinstance(value, list):
+            checker.add(
+                child(path, key), f"must be a list, not {describe(value)}.", f"Write {key} as a list."
+            )
+        elif kind is dict:
+            checker.mapping(child(path, key), value, what=f"the {key} fields")
 
 
 def _check_env(checker: ProblemCollector, path: str, env: Any) -> None:
@@ -357,7 +404,7 @@ def _check_env(checker: ProblemCollector, path: str, env: Any) -> None:
             checker.add(
                 child(field, "value"),
                 f"must be a string, not {describe(value)}.",
-                f'Quote it: "{str(value).lower() if isinstance(value, bool) else value}".',
+                f'Quote it: "{as_text(value)}".',
             )
 
 
@@ -410,6 +457,19 @@ def _check_replica(
     if template is None:
         return count
     _unknown_fields(checker, template_path, template, _TEMPLATE_FIELDS)
+    if template.get("metadata") is not None:
+        pod_metadata_path = child(template_path, "metadata")
+        pod_metadata = checker.mapping(pod_metadata_path, template["metadata"], what="pod metadata")
+        if pod_metadata is not None:
+            _check_string_map(
+                checker, child(pod_metadata_path, "labels"), pod_metadata.get("labels"), labels=True
+            )
+            _check_string_map(
+                checker,
+                child(pod_metadata_path, "annotations"),
+                pod_metadata.get("annotations"),
+                labels=False,
+            )
     pod_path = child(template_path, "spec")
     if template.get("spec") is None:
         checker.add(
@@ -419,6 +479,7 @@ def _check_replica(
     pod = checker.mapping(pod_path, template["spec"], what="a pod spec")
     if pod is None:
         return count
+    _check_kinds(checker, pod_path, pod, _POD_SPEC_KINDS)
     _check_containers(
         checker, child(pod_path, "containers"), pod.get("containers"), required=True, replica=replica_type
     )
@@ -517,8 +578,8 @@ def _check_name_length(checker: ProblemCollector, name: str, counts: Mapping[str
     else:
         message = (
             f"is {len(name)} characters: the training operator would name a pod and its service "
-            f'"{longest}" ({len(longest)} characters), over the {_SERVICE_NAME_LIMIT}-character limit '
-            "for Kubernetes service names."
+            f'"{as_text(longest)}" ({len(longest)} characters), over the {_SERVICE_NAME_LIMIT}-character '
+            "limit for Kubernetes service names."
         )
     checker.add("metadata.name", message, f"Shorten the name to at most {max(allowed, 1)} characters.")
 
@@ -600,6 +661,8 @@ def validate_tfjob(manifest: Mapping[str, Any]) -> dict[str, Any]:
         raise ManifestError(
             [Problem("document", f"The manifest is {describe(manifest)}, not a mapping.", fix)]
         )
+    if (problem := shape_problem(manifest)) is not None:
+        raise ManifestError([problem])  # nothing below may recurse into it, copy it or send it
     checker = ProblemCollector()
     normalised: dict[str, Any] = copy.deepcopy(dict(manifest))
     checker.json_values("", normalised)
@@ -627,7 +690,7 @@ def resolve_namespace(manifest: Mapping[str, Any], *, requested: str | None, fal
     if written in (None, ""):
         chosen = requested or fallback
     elif requested and written != requested:
-        message = f'is "{written}", but the task asks for namespace "{requested}".'
+        message = f'is "{as_text(written)}", but the task asks for namespace "{as_text(requested)}".'
         fix = "Remove metadata.namespace from the manifest, or give the task the same namespace."
         raise ManifestError([Problem("metadata.namespace", message, fix)])
     else:
