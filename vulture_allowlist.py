@@ -13,7 +13,9 @@ imports it), so an entry whose name was renamed or removed fails there instead o
 from kubernetes.client import Configuration
 from kubernetes_asyncio.client import Configuration as AsyncConfiguration
 
+import tfjob_provider
 from tfjob_provider import get_provider_info
+from tfjob_provider.decorators.tfjob import _TFJobDecoratedOperator
 from tfjob_provider.hooks.tfjob import TFJobHook
 from tfjob_provider.links import TFJobLink
 from tfjob_provider.operators.tfjob import TFJobOperator
@@ -65,3 +67,12 @@ TFJobSensor.execute_complete
 # on_kill (Airflow >= 3.3) when the deferred task is killed.
 TFJobTrigger.serialize
 TFJobTrigger.on_kill
+
+# Airflow's BaseOperator: operator_name (UI, serialized DAG) reads custom_operator_name, its
+# __deepcopy__ reads shallow_copy_attrs.
+_TFJobDecoratedOperator.custom_operator_name
+_TFJobDecoratedOperator.shallow_copy_attrs
+
+# The import system reads __path__ of a package: decorators/pod_runner.py gives one to the parent
+# packages it creates for the modules a @task.tfjob function ships.
+tfjob_provider.__path__
