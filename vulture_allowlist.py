@@ -10,6 +10,8 @@ The file is valid Python that names the real objects (tests/unit/test_vulture_al
 imports it), so an entry whose name was renamed or removed fails there instead of lingering.
 """
 
+import reprlib
+
 from kubernetes.client import Configuration
 from kubernetes_asyncio.client import Configuration as AsyncConfiguration
 
@@ -19,6 +21,7 @@ from tfjob_provider.decorators.tfjob import _TFJobDecoratedOperator
 from tfjob_provider.hooks.tfjob import TFJobHook
 from tfjob_provider.links import TFJobLink
 from tfjob_provider.operators.tfjob import TFJobOperator
+from tfjob_provider.quoting import _BoundedRepr
 from tfjob_provider.sensors.tfjob import TFJobSensor
 from tfjob_provider.triggers.tfjob import TFJobTrigger
 
@@ -76,3 +79,16 @@ _TFJobDecoratedOperator.shallow_copy_attrs
 # The import system reads __path__ of a package: decorators/pod_runner.py gives one to the parent
 # packages it creates for the modules a @task.tfjob function ships.
 tfjob_provider.__path__
+
+# reprlib.Repr reads its limits from these attributes and dispatches to repr_<type name> methods
+# (quoting.py's bounded repr sets the limits and renders huge integers by size).
+reprlib.Repr().maxlevel
+reprlib.Repr().maxstring
+reprlib.Repr().maxother
+reprlib.Repr().maxlong
+reprlib.Repr().maxdict
+reprlib.Repr().maxlist
+reprlib.Repr().maxtuple
+reprlib.Repr().maxset
+reprlib.Repr().maxfrozenset
+_BoundedRepr.repr_int
