@@ -30,6 +30,12 @@ from tfjob_provider._manifest.building import (
     ReplicaSpec,
     build_tfjob,
 )
+from tfjob_provider._manifest.limits import (
+    MAX_ALIAS_NODES,
+    MAX_MANIFEST_BYTES,
+    MAX_NESTING_DEPTH,
+    shape_problem,
+)
 from tfjob_provider._manifest.loading import MANIFEST_SUFFIXES, load_tfjob
 from tfjob_provider._manifest.problems import ManifestError, Problem
 from tfjob_provider._manifest.validation import (
@@ -47,6 +53,9 @@ __all__ = [
     "DEFAULT_RESTART_POLICY",
     "MANAGED_BY_VALUES",
     "MANIFEST_SUFFIXES",
+    "MAX_ALIAS_NODES",
+    "MAX_MANIFEST_BYTES",
+    "MAX_NESTING_DEPTH",
     "RESTART_POLICIES",
     "SUCCESS_POLICIES",
     "EnvInput",
@@ -57,5 +66,6 @@ __all__ = [
     "build_tfjob",
     "load_tfjob",
     "resolve_namespace",
+    "shape_problem",
     "validate_tfjob",
 ]

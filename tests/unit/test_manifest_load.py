@@ -148,3 +148,40 @@ def test_manifest_errors_are_value_errors_that_survive_pickling() -> None:
     assert isinstance(caught.value, ManifestError)
     copy = pickle.loads(pickle.dumps(caught.value))
     assert copy.problems == caught.value.problems and str(copy) == str(caught.value)
+
+
+# --- limits on what may be walked at all ----------------------------------------------------------
+
+
+def _shared_levels(levels: int) -> list[object]:
+    """A list whose every level holds its child ten times: 10**levels paths over levels+1 objects."""
+    value: list[object] = ["x"]
+    for _ in range(levels):
+        value = [value] * 10
+    return value
+
+
+def test_a_structure_that_shares_its_parts_is_measured_by_its_expanded_size_and_stops_early() -> None:
+    from tfjob_provider.manifest import MAX_MANIFEST_BYTES, shape_problem
+
+    problem = shape_problem(_shared_levels(40), "args")  # 10**40 strings once expanded
+    assert problem is not None and problem.field == "args"
+    assert f"over the 1 MiB ({MAX_MANIFEST_BYTES:,} bytes) limit" in problem.message
+
+
+def test_without_the_size_check_only_nesting_and_self_containment_are_problems() -> None:
+    from tfjob_provider.manifest import shape_problem
+
+    assert shape_problem(["x" * 2_000_000], "args", check_size=False) is None
+    assert shape_problem(_shared_levels(40), "args", check_size=False) is None  # stops after 1 MiB of walking
+    cycle: dict[str, object] = {}
+    cycle["again"] = [cycle]
+    problem = shape_problem(cycle, "labels", check_size=False)
+    assert problem is not None and problem.field == "labels.again[0]" and "contains itself" in problem.message
+
+
+def test_the_same_object_twice_is_not_a_cycle() -> None:
+    from tfjob_provider.manifest import shape_problem
+
+    shared = {"name": "tensorflow"}
+    assert shape_problem({"a": [shared, shared], "b": shared}) is None

@@ -132,6 +132,50 @@ class _Builder:
             for item in value
         ]
 
+    def mapping(self, param: str, value: Mapping[str, Any] | None) -> dict[str, Any] | None:
+        """A copy of a dict parameter (labels, resources, …); None when not given or not a mapping."""
+        if value is None:
+            return None
+        if not isinstance(value, Mapping):
+            self.add(
+                param,
+                f"must be a mapping, not {shown(value)}.",
+                f'Pass a dict, e.g. {param}={{"key": "value"}}.',
+            )
+            return None
+        return dict(value)
+
+    def mappings(self, param: str, value: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]] | None:
+        """Copies of a list-of-dicts parameter (volumes, tolerations, …); None when not given or wrong."""
+        if value is None:
+            return None
+        if isinstance(value, str | Mapping) or not isinstance(value, Sequence):
+            self.add(
+                param, f"must be a list of mappings, not {shown(value)}.", f"Pass a list of dicts as {param}."
+            )
+            return None
+        wrong = [index for index, item in enumerate(value) if not isinstance(item, Mapping)]
+        for index in wrong[:3]:
+            self.add(
+                child(param, index), f"must be a mapping, not {shown(value[index])}.", "Pass a dict here."
+            )
+        return None if wrong else [dict(item) for item in value]
+
+    def names(self, param: str, value: Sequence[str] | None) -> list[str] | None:
+        """A list of names (image_pull_secrets)."""
+        if value is None:
+            return None
+        if (
+            isinstance(value, str)
+            or not isinstance(value, Sequence)
+            or not all(isinstance(v, str) for v in value)
+        ):
+            self.add(
+                param, f"must be a list of names, not {shown(value)}.", f'Pass e.g. {param}=["regcred"].'
+            )
+            return None
+        return list(value)
+
     def env(self, param: str, value: EnvInput | None) -> list[dict[str, Any]]:
         if value is None:
             return []
@@ -249,6 +293,17 @@ def build_tfjob(
     if over_limits:
         raise ManifestError(over_limits)
     builder = _Builder()
+    labels, annotations = builder.mapping("labels", labels), builder.mapping("annotations", annotations)
+    pod_labels = builder.mapping("pod_labels", pod_labels)
+    pod_annotations = builder.mapping("pod_annotations", pod_annotations)
+    resources, node_selector = (
+        builder.mapping("resources", resources),
+        builder.mapping("node_selector", node_selector),
+    )
+    scheduling_policy = builder.mapping("scheduling_policy", scheduling_policy)
+    tolerations, volumes = builder.mappings("tolerations", tolerations), builder.mappings("volumes", volumes)
+    volume_mounts = builder.mappings("volume_mounts", volume_mounts)
+    image_pull_secrets = builder.names("image_pull_secrets", image_pull_secrets)
     job_env = builder.env("env", env)
     job_command = builder.string_list("command", command)
     job_args = builder.string_list("args", args)
@@ -275,12 +330,25 @@ def build_tfjob(
                 if spec.args is None
                 else builder.string_list(child(param, "args"), spec.args),
                 "env": _merge_env(job_env, builder.env(child(param, "env"), spec.env)) or None,
-                "resources": dict(spec.resources if spec.resources is not None else resources or {}) or None,
+                "resources": (
+                    builder.mapping(child(param, "resources"), spec.resources)
+                    if spec.resources is not None
+                    else resources
+                )
+                or None,
                 "volumeMounts": [dict(mount) for mount in volume_mounts] if volume_mounts else None,
             }
         )
-        chosen_selector = spec.node_selector if spec.node_selector is not None else node_selector
-        chosen_tolerations = spec.tolerations if spec.tolerations is not None else tolerations
+        chosen_selector = (
+            builder.mapping(child(param, "node_selector"), spec.node_selector)
+            if spec.node_selector is not None
+            else node_selector
+        )
+        chosen_tolerations = (
+            builder.mappings(child(param, "tolerations"), spec.tolerations)
+            if spec.tolerations is not None
+            else tolerations
+        )
         pod_spec = _without_none(
             {
                 "containers": [container],

@@ -88,15 +88,17 @@ def _children(value: Any) -> Iterator[tuple[object, Any]] | None:
     return None
 
 
-def shape_problem(value: Any, field: str = _DOCUMENT) -> Problem | None:
+def shape_problem(value: Any, field: str = _DOCUMENT, *, check_size: bool = True) -> Problem | None:
     """The first limit *value* breaks — nesting, size, or containing itself — or None.
 
     Iterative and bounded: it stops as soon as a limit is crossed, so its cost is at most about
     :data:`MAX_MANIFEST_BYTES` steps even for a structure that shares its parts exponentially.
+    With *check_size* False a value over the size limit is not a problem, but the walk still
+    stops there (None: nothing found in the first :data:`MAX_MANIFEST_BYTES`).
     """
     root = _children(value)
     if root is None:
-        return size_problem(field) if _scalar_bytes(value) > MAX_MANIFEST_BYTES else None
+        return size_problem(field) if check_size and _scalar_bytes(value) > MAX_MANIFEST_BYTES else None
     size = 2
     root_path = (
         "" if field == _DOCUMENT else field
@@ -126,7 +128,7 @@ def shape_problem(value: Any, field: str = _DOCUMENT) -> Problem | None:
             stack.append((nested, item_path, id(item)))
             open_ids.add(id(item))
         if size > MAX_MANIFEST_BYTES:
-            return size_problem(field)
+            return size_problem(field) if check_size else None
     return None
 
 

@@ -75,8 +75,10 @@ from tfjob_provider.operators._log_streaming import LogStreamer, print_deciding_
 from tfjob_provider.operators._submission import Submission, TaskIdentity, submit_or_adopt
 from tfjob_provider.operators._worker_wait import wait_in_worker
 from tfjob_provider.policy import Rules, decide
+from tfjob_provider.quoting import clip
 from tfjob_provider.reporting import result_dict
 from tfjob_provider.task_params import DEFERRAL_TIMEOUT_MARGIN, coerce_rules, seconds
+from tfjob_provider.templating import FailFastTemplates
 from tfjob_provider.triggers.tfjob import TFJobTrigger
 from tfjob_provider.wait_outcome import (
     WaitOutcome,
@@ -131,7 +133,7 @@ BUILDER_FIELDS: Final = (
 )
 
 
-class TFJobOperator(BaseOperator):
+class TFJobOperator(FailFastTemplates, BaseOperator):
     """Submit a Kubeflow TFJob, wait for it, and end as the chief/worker/PS rules say.
 
     Give the job either as ``tfjob`` (a full manifest) or through the typed parameters
@@ -347,6 +349,7 @@ class TFJobOperator(BaseOperator):
         self.dashboard_url_template = dashboard_url_template
         self._job: tuple[str, str, str | None] | None = None
         self._killed: str | None = None
+        self.check_template_field_nesting()
 
     @cached_property
     def hook(self) -> TFJobHook:
@@ -403,7 +406,8 @@ class TFJobOperator(BaseOperator):
         except ManifestError as error:
             raise AirflowFailException(f"{self.task_id}: {error}") from None
         except (TypeError, ValueError) as error:
-            raise AirflowFailException(f"{self.task_id}: the TFJob cannot be built: {error}") from None
+            reason = clip(str(error))  # a TypeError may quote a whole value
+            raise AirflowFailException(f"{self.task_id}: the TFJob cannot be built: {reason}") from None
 
     # --- execute ------------------------------------------------------------------------------------
 

@@ -43,6 +43,7 @@ from tfjob_provider.hooks.tfjob import TFJobHook
 from tfjob_provider.links import XCOM_NAME, XCOM_NAMESPACE, XCOM_UID, TFJobLink
 from tfjob_provider.policy import Rules
 from tfjob_provider.task_params import DEFERRAL_TIMEOUT_MARGIN, coerce_rules, seconds
+from tfjob_provider.templating import FailFastTemplates
 from tfjob_provider.triggers.tfjob import TFJobTrigger
 from tfjob_provider.wait_outcome import WaitOutcome, WaitTarget, format_utc, utc_now
 
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
     from airflow.providers.common.compat.sdk import Context
 
 
-class TFJobSensor(BaseSensorOperator):
+class TFJobSensor(FailFastTemplates, BaseSensorOperator):
     """Wait until an existing TFJob has finished; succeed, fail or retry as its replicas decide.
 
     Returns (XCom ``return_value``) the same result dict as
@@ -99,6 +100,7 @@ class TFJobSensor(BaseSensorOperator):
         self.deferrable = deferrable
         self.dashboard_url_template = dashboard_url_template
         self._published_uid: str | None = None
+        self.check_template_field_nesting()
 
     @cached_property
     def hook(self) -> TFJobHook:
