@@ -10,6 +10,12 @@ costs; the HTTP layer adds its own serialisation on top.  Targets (issue 3, two 
   end to end over HTTPS from ``kubernetes_asyncio`` streams to a sandbox CLI process);
 * RSS < 300 MB with 1,000 stored TFJobs.
 
+``--scale N`` runs the scale mode instead (issue 12): N TFJobs of 1 chief + 3 workers, all
+*scripted* pods (``tfjob-sandbox/script``, no processes), created at once; it reports the time
+until every pod runs, the RSS and CPU seconds of this process at each stage, the CPU it burns
+while the pods merely run (it should be none), and the time until every job has Succeeded once
+the chiefs' scripted runs end.  The target is 10,000 TFJobs / 40,000 pods on two cores.
+
 Wall-clock figures taken while other work shares the machine are noisy; the script says so.
 """
 
@@ -28,7 +34,8 @@ from typing import Any
 
 from tfjob_sandbox.controller import TrainingOperator
 from tfjob_sandbox.kubelet import Kubelet
-from tfjob_sandbox.resources import PODS, TFJOBS
+from tfjob_sandbox.resources import EVENTS, PODS, TFJOBS
+from tfjob_sandbox.scripted import SCRIPT_ANNOTATION
 from tfjob_sandbox.store import Store
 from tfjob_sandbox.webhook import register_tfjob_admission
 
@@ -200,7 +207,125 @@ def stored_jobs(count: int) -> dict[str, float]:
     return {"rss_mb": rss_mb(), "rss_before_mb": before, "jobs": store.count(TFJOBS)}
 
 
+def scripted_tfjob(name: str, chief_runs: float) -> dict[str, Any]:
+    """1 chief that exits 0 after ``chief_runs`` s, 3 workers that run until the job ends."""
+
+    def replica(count: int, script: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "replicas": count,
+            "template": {
+                "metadata": {"annotations": {SCRIPT_ANNOTATION: json.dumps(script)}},
+                "spec": {"containers": [{"name": "tensorflow", "image": "tf:2.15", "command": ["train"]}]},
+            },
+        }
+
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "TFJob",
+        "metadata": {"name": name},
+        "spec": {
+            "runPolicy": {"cleanPodPolicy": "None"},
+            "tfReplicaSpecs": {
+                "Chief": replica(1, {"steps": [{"run": chief_runs, "exit": 0}]}),
+                "Worker": replica(3, {"steps": [{"run": None}]}),
+            },
+        },
+    }
+
+
+def cpu_seconds() -> float:
+    times = os.times()
+    return times.user + times.system
+
+
+async def scale(jobs: int, run_for: float, idle: float, workdir: Path) -> None:
+    """The scale mode (module docstring): prints one line per stage."""
+    store = Store()
+    register_tfjob_admission(store)
+    kubelet = Kubelet(store, workdir=workdir)
+    operator = TrainingOperator(store)
+    phases: dict[str, str] = {}
+
+    def track(event_type: str, rt: Any, new: dict[str, Any], old: dict[str, Any] | None) -> None:
+        if rt == PODS:  # a look-only listener: counting with store.list() would copy every pod
+            phases[new["metadata"]["name"]] = (new.get("status") or {}).get("phase", "")
+
+    store.add_listener(track, copies=False)
+    kubelet.start()
+    operator.start()
+    base_rss, base_cpu = rss_mb(), cpu_seconds()
+    started = time.perf_counter()
+    for index in range(jobs):
+        store.create(TFJOBS, scripted_tfjob(f"scale-{index}", run_for))
+        if index % 200 == 0:
+            await asyncio.sleep(0)  # let the operator and kubelet work while the burst arrives
+    created = time.perf_counter() - started
+    print(f"scale: {jobs} TFJobs created in {created:.1f} s (wall)")
+
+    def running_pods() -> int:
+        return sum(1 for phase in phases.values() if phase == "Running")
+
+    pods_wanted = 4 * jobs
+    for _ in range(int(2 * (run_for - 5))):  # sampled every 0.5 s, until the chiefs' runs end
+        if running_pods() >= pods_wanted:
+            break
+        await asyncio.sleep(0.5)
+    all_running = time.perf_counter() - started
+    cpu_start, rss_running = cpu_seconds() - base_cpu, rss_mb()
+    print(
+        f"scale: {running_pods()}/{pods_wanted} scripted pods Running {all_running:.1f} s (wall) "
+        f"after the first create; CPU {cpu_start:.1f} s for admission, reconciles, pod starts and "
+        f"events; RSS {rss_running:.0f} MB (was {base_rss:.0f} MB: "
+        f"{(rss_running - base_rss) * 1024 / pods_wanted:.1f} KiB per pod with its share of TFJobs, "
+        f"events and watch history); {kubelet.running_processes} processes; "
+        f"{store.count(EVENTS)} events stored"
+    )
+    await asyncio.sleep(2.0)  # the last status writes and reconciles settle
+    before_idle = cpu_seconds()
+    await asyncio.sleep(idle)
+    idle_cpu = cpu_seconds() - before_idle
+    print(
+        f"scale: {idle:.0f} s with every pod merely running cost {idle_cpu:.2f} CPU s "
+        f"({100 * idle_cpu / idle:.1f} % of a core)"
+    )
+    finished_jobs: set[str] = set()
+    while len(finished_jobs) < jobs:
+        for index in range(jobs):
+            name = f"scale-{index}"
+            if name not in finished_jobs and finished(store.peek(TFJOBS, name)):
+                finished_jobs.add(name)
+        await asyncio.sleep(0.5)
+    done = time.perf_counter() - started
+    succeeded = sum(
+        1
+        for i in range(jobs)
+        if any(
+            c["type"] == "Succeeded" and c["status"] == "True"
+            for c in (store.peek(TFJOBS, f"scale-{i}") or {}).get("status", {}).get("conditions", [])
+        )
+    )
+    print(
+        f"scale: all {jobs} TFJobs finished {done:.1f} s (wall) after the first create "
+        f"({succeeded} Succeeded; "
+        f"chiefs scripted to run {run_for:.0f} s); total CPU {cpu_seconds() - base_cpu:.1f} s; "
+        f"peak RSS {peak_rss_mb():.0f} MB; {operator.reconciles} reconciles"
+    )
+    await operator.stop()
+    await kubelet.stop()
+
+
+def peak_rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 async def main(args: argparse.Namespace) -> None:
+    if args.scale:
+        with tempfile.TemporaryDirectory(prefix="bench-sandbox-scale-") as workdir:
+            await scale(args.scale, args.run_for, args.idle, Path(workdir))
+        return
     print("note: wall-clock figures are noisy when other work shares the machine's cores")
     with tempfile.TemporaryDirectory(prefix="bench-sandbox-") as workdir:
         result = await burst(args.jobs, Path(workdir))
@@ -235,4 +360,7 @@ if __name__ == "__main__":
     parser.add_argument("--watchers", type=int, default=100)
     parser.add_argument("--writes", type=int, default=200)
     parser.add_argument("--stored", type=int, default=1000)
+    parser.add_argument("--scale", type=int, default=0, help="scale mode: this many scripted TFJobs")
+    parser.add_argument("--run-for", type=float, default=300.0, help="scale mode: seconds the chiefs run")
+    parser.add_argument("--idle", type=float, default=30.0, help="scale mode: seconds of steady state")
     asyncio.run(main(parser.parse_args()))

@@ -184,6 +184,28 @@ def test_admin_endpoints_drive_the_same_faults(faulty: Sandbox, core: client.Cor
     )
     events = [json.loads(line) for line in response.stream() if line.strip()]
     assert events[0]["type"] == "ERROR" and events[0]["object"]["code"] == 410
+    admin.set_image_unpullable("python:3.11", cause="timeout", failures=1)
+    core.create_namespaced_pod(
+        "default",
+        {
+            "metadata": {
+                "name": "hollow",
+                "annotations": {"tfjob-sandbox/script": '{"steps": [{"run": 0}]}'},
+            },
+            "spec": {
+                "restartPolicy": "Never",
+                "containers": [{"name": "tensorflow", "image": "python:3.11"}],
+            },
+        },
+    )
+    deadline = time.monotonic() + 20
+    while "default/hollow/tensorflow" not in admin.scripted_exits() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert abs(admin.scripted_exits()["default/hollow/tensorflow"] - time.time()) < 20
+    pull_errors = [e.message for e in core.list_namespaced_event("default").items if e.reason == "Failed"]
+    assert any("i/o timeout" in message for message in pull_errors)
+    with pytest.raises(Exception, match="rate-limited"):
+        admin.set_image_unpullable("python:3.11", cause="slow")
     admin.stop_operator()
     assert admin.status()["operatorRunning"] is False
     admin.start_operator()

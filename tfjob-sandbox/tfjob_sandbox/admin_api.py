@@ -38,6 +38,7 @@ class AdminApi:
         self.routes: dict[tuple[str, str], Action] = {
             ("GET", "/status"): self._status,
             ("GET", "/requests"): self._request_counts,
+            ("GET", "/scripted-exits"): self._scripted_exits,
             ("DELETE", "/requests"): self._reset_request_counts,
             ("GET", "/faults/api"): self._list_api_faults,
             ("POST", "/faults/api"): self._add_api_fault,
@@ -82,6 +83,9 @@ class AdminApi:
 
     async def _request_counts(self, params: dict[str, Any]) -> dict[str, Any]:
         return {"requests": self.runtime.server.requests.snapshot()}
+
+    async def _scripted_exits(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {"exits": dict(self.runtime.kubelet.scripted_exit_times)}
 
     async def _reset_request_counts(self, params: dict[str, Any]) -> dict[str, Any]:
         self.runtime.server.requests.reset()

@@ -114,6 +114,10 @@ class SandboxAdminClient:
         """Served API requests as ``{"user", "verb", "resource", "count"}`` rows (admin calls excluded)."""
         return list(self._call("GET", "/requests")["requests"])
 
+    def scripted_exits(self) -> dict[str, float]:
+        """When each scripted container last ended (Unix time), by "namespace/pod/container"."""
+        return {key: float(value) for key, value in self._call("GET", "/scripted-exits")["exits"].items()}
+
     def reset_request_counts(self) -> None:
         self._call("DELETE", "/requests")
 

@@ -95,7 +95,9 @@ class TrainingOperator:
         """Start reconciling (on the loop thread); every existing job gets the create event (R16)."""
         self._loop = asyncio.get_running_loop()
         if not self._listening:
-            self._store.add_listener(self._on_change)
+            # The caches share the stored objects, as an informer's do: reconcile never edits its
+            # inputs (it copies status and templates before changing them), so no copies per write.
+            self._store.add_listener(self._on_change, copies=False)
             self._listening = True
             self._load_caches()
         self._running = True

@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ from tfjob_sandbox.image_pulls import PullFailure, check_cause
 from tfjob_sandbox.loopback_ports import PortReservations
 from tfjob_sandbox.processes import ChildProcess, ProcessRunner
 from tfjob_sandbox.resources import PODS, ResourceType
+from tfjob_sandbox.scripted import PodScript, ScriptedProcess, ScriptError, parse_script, script_of
 from tfjob_sandbox.store import Store, format_time, utcnow
 
 log = logging.getLogger(__name__)
@@ -75,7 +77,7 @@ class _Container:
     state: dict[str, Any] = field(default_factory=lambda: {"waiting": {"reason": "ContainerCreating"}})
     last_state: dict[str, Any] = field(default_factory=dict)
     restart_count: int = 0
-    process: ChildProcess | None = None
+    process: ChildProcess | ScriptedProcess | None = None
     container_id: str = ""
     ever_started: bool = False
     backoff: float = 0.0
@@ -124,6 +126,14 @@ class _Pod:
     extra_conditions: list[dict[str, Any]] = field(default_factory=list)
     frozen: bool = False
     gone: bool = False
+    #: A scripted pod's script (docs/sandbox.md, "Scripted pods"); None for process pods.
+    script: PodScript | None = None
+    script_error: str | None = None
+    pull_failures_left: int | None = None
+
+    @property
+    def scripted(self) -> bool:
+        return self.script is not None or self.script_error is not None
 
     @property
     def namespace(self) -> str:
@@ -198,6 +208,10 @@ class Kubelet:
         self._pods: dict[str, _Pod] = {}
         self._by_name: dict[tuple[str, str], str] = {}
         self._unschedulable = False
+        #: When each scripted container last ended (``time.time()``), by "namespace/pod/container":
+        #: a test facility, so that a benchmark can time how fast a waiter notices an exit to the
+        #: microsecond (statuses carry whole seconds).
+        self.scripted_exit_times: dict[str, float] = {}
         self._node_lost = False
         # image -> [cause, pulls left to fail or None for "until lifted"]
         self._unpullable: dict[str, list[Any]] = {}
@@ -222,7 +236,10 @@ class Kubelet:
         self._runner = ProcessRunner()
         self._stopped = False
         if not self._listening:
-            self._store.add_listener(self._on_change)
+            # Read-only listener (records keep the stored pod, edits go through store.mutate), so
+            # no private copies: two deep copies per write of any kind cost most of the CPU of
+            # 40,000 scripted pods.
+            self._store.add_listener(self._on_change, copies=False)
             self._listening = True
         for pod in self._store.list(PODS)["items"]:
             self._adopt(pod)
@@ -308,8 +325,7 @@ class Kubelet:
             for container in record.containers:
                 container.cancel_timer()
                 if container.process is not None and container.process.running:
-                    assert self._runner is not None
-                    self._runner.signal_group(container.process, signal.SIGKILL)
+                    self._signal(container.process, signal.SIGKILL)
             self._mark_node_lost(record)
 
     def restore_node(self) -> None:
@@ -356,8 +372,8 @@ class Kubelet:
         if record is None or match is None or not match.running:
             raise ApiError(404, "NotFound", f'container "{container}" of pod "{pod}" is not running')
         match.kill_reason = "OOMKilled"
-        assert self._runner is not None and match.process is not None
-        self._runner.signal_group(match.process, signal.SIGKILL)
+        assert match.process is not None
+        self._signal(match.process, signal.SIGKILL)
 
     def kill_process(
         self, namespace: str, pod: str, container: str = "tensorflow", sig: int = signal.SIGKILL
@@ -432,6 +448,13 @@ class Kubelet:
         containers = [_Container(spec=dict(c), init=True) for c in spec.get("initContainers") or []]
         containers += [_Container(spec=dict(c), init=False) for c in spec.get("containers") or []]
         record = _Pod(pod=pod, directory=self._pod_directory(pod), containers=containers)
+        text = script_of(pod)
+        if text is not None:
+            try:
+                record.script = parse_script(text)
+                record.pull_failures_left = record.script.pull_failures
+            except ScriptError as error:
+                record.script_error = str(error)
         self._pods[record.uid] = record
         self._by_name[(record.namespace, record.name)] = record.uid
         return record
@@ -480,11 +503,12 @@ class Kubelet:
             f"Successfully assigned {record.namespace}/{record.name} to {node}",
             component=SCHEDULER,
         )
-        if self.pod_start_delay > 0 and self._loop is not None:
+        delay = record.script.start_after if record.script is not None else self.pod_start_delay
+        if delay > 0 and self._loop is not None:
             # Admitted: startTime and containers Waiting/ContainerCreating while the "image pulls".
             record.started_at = self._now()
             self._mark_dirty(record)
-            self._loop.call_later(self.pod_start_delay, self._start_pod_if_still_wanted, record)
+            self._loop.call_later(delay, self._start_pod_if_still_wanted, record)
         else:
             self._start_pod(record)
 
@@ -542,7 +566,8 @@ class Kubelet:
     # -- running containers ---------------------------------------------------------------------
 
     def _start_pod(self, record: _Pod) -> None:
-        record.directory.mkdir(parents=True, exist_ok=True)
+        if not record.scripted:
+            record.directory.mkdir(parents=True, exist_ok=True)
         record.started_at = record.started_at or self._now()
         record.sandbox_ready = True
         if record.init_containers:
@@ -556,6 +581,9 @@ class Kubelet:
         if record.terminating or record.frozen or record.gone or self._stopped:
             return
         if not self._pull(record, container):
+            return
+        if record.scripted:
+            self._play(record, container)
             return
         try:
             env = container_env.container_environment(container.spec, record.pod, home=str(record.directory))
@@ -597,6 +625,48 @@ class Kubelet:
         self._pod_event(record, "Normal", "Started", f"Started container {container.name}")
         self._mark_dirty(record)
 
+    def _play(self, record: _Pod, container: _Container) -> None:
+        """Start a scripted container: a timer instead of a process (:mod:`tfjob_sandbox.scripted`)."""
+        assert self._loop is not None
+        if record.script is None:
+            message = record.script_error or "invalid script"
+            container.state = {"waiting": {"reason": _CONFIG_ERROR, "message": message}}
+            self._pod_event(record, "Warning", "Failed", f"Error: {message}")
+            self._mark_dirty(record)
+            return
+        step = record.script.step(container.restart_count)
+        run, reason = (0.0, None) if container.init else (step.run, step.reason)
+        code = 0 if container.init else step.exit
+
+        def end() -> None:
+            if reason == "Evicted":
+                with contextlib.suppress(ApiError):
+                    self.evict(record.namespace, record.name)
+                return
+            container.kill_reason = reason
+            process.exit(code)
+
+        def exited(exit_code: int) -> None:
+            self.scripted_exit_times[f"{record.namespace}/{record.name}/{container.name}"] = time.time()
+            self._container_exited(record, container, exit_code)
+
+        process = ScriptedProcess(self._loop, run, on_end=end, on_exit=exited)
+        container.process = process
+        container.container_id = f"sandbox://{uuid.uuid4().hex}"
+        container.ever_started = True
+        container.last_start = self._loop.time()
+        container.state = {"running": {"startedAt": self._now()}}
+        self._pod_event(record, "Normal", "Created", f"Created container: {container.name}")
+        self._pod_event(record, "Normal", "Started", f"Started container {container.name}")
+        self._mark_dirty(record)
+
+    def _signal(self, process: ChildProcess | ScriptedProcess, sig: int) -> None:
+        """Signal a container: a process's whole group, or a scripted container's timer."""
+        if isinstance(process, ScriptedProcess):
+            process.signal(sig)
+        elif self._runner is not None:
+            self._runner.signal_group(process, sig)
+
     def _start_failed(self, record: _Pod, container: _Container, detail: str) -> None:
         """The process could not be started: terminated with exit 128 and reason StartError, like runc."""
         now = self._now()
@@ -621,12 +691,20 @@ class Kubelet:
         image = container.image
         policy = str(container.spec.get("imagePullPolicy") or "IfNotPresent")
         fault = self._unpullable.get(image)
-        if fault is not None:
+        script = record.script
+        if script is not None and script.pull_cause is not None and record.pull_failures_left != 0:
+            failure: PullFailure | None = PullFailure(image, script.pull_cause)
+            if record.pull_failures_left is not None:
+                record.pull_failures_left -= 1
+        elif fault is not None:
             failure = PullFailure(image, fault[0])
             if fault[1] is not None:
                 fault[1] -= 1
                 if fault[1] <= 0:
                     del self._unpullable[image]  # the registry recovers after this pull
+        else:
+            failure = None
+        if failure is not None:
             self._pod_event(record, "Normal", "Pulling", f'Pulling image "{image}"')
             self._pod_event(record, "Warning", "Failed", failure.event_message)
             self._pod_event(record, "Warning", "Failed", f"Error: {_PULL_FAILED}")
@@ -783,6 +861,8 @@ class Kubelet:
             path.write_bytes(b"")
 
     def _termination_message(self, record: _Pod, container: _Container, exit_code: int) -> str:
+        if record.scripted:
+            return ""  # no process, no files
         """The ``message`` of a terminated container, as the kubelet fills it.
 
         The file's *last* 4096 bytes (the kubelet reads it with ``tail.ReadAtMost``, so a longer
@@ -823,13 +903,11 @@ class Kubelet:
         self._finish_if_stopped(record)
 
     def _kill_all(self, record: _Pod, sig: int, reason: str | None) -> None:
-        if self._runner is None:
-            return
         for container in record.containers:
             if container.process is not None and container.process.running:
                 if reason:
                     container.kill_reason = reason
-                self._runner.signal_group(container.process, sig)
+                self._signal(container.process, sig)
 
     def _finish_if_stopped(self, record: _Pod, *, force_phase: str | None = None) -> None:
         """Once no process of a terminating/evicted pod runs: final status, then (if deleted) remove it."""
