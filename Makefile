@@ -10,7 +10,7 @@ BIN := $(VENV)/bin
 # Use a working uv from PATH when there is one, else a private copy in .tools (bootstrapped with pip).
 UV := $(or $(shell uv --version >/dev/null 2>&1 && command -v uv),.tools/bin/uv)
 PYTEST_ARGS ?=
-LINTED := tfjob_provider tfjob-sandbox/tfjob_sandbox demo tests benchmarks example_dags
+LINTED := tfjob_provider tfjob-sandbox/tfjob_sandbox demo tests benchmarks example_dags vulture_allowlist.py
 # The sandbox's "image" for the real-TensorFlow trainer: a second venv, apart from Airflow's, from
 # its own lock (pinned tensorflow-cpu and every dependency, with hashes).
 VENV_TF := .venv-tf
@@ -37,10 +37,13 @@ $(VENV_TF)/.installed: $(TF_LOCK) | $(UV)
 	$(UV) pip sync --quiet --require-hashes --python $(VENV_TF)/bin/python $(TF_LOCK)
 	touch $@
 
+# ruff, the import-layer contracts, and vulture: code of the product that nothing in the product
+# uses (only tests, or nothing) is reported; reviewed exceptions are in vulture_allowlist.py.
 lint: install
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)
 	$(BIN)/lint-imports
+	$(BIN)/vulture tfjob_provider vulture_allowlist.py
 
 typecheck: install
 	$(BIN)/mypy

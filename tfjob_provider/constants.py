@@ -15,12 +15,9 @@ VERSION: Final = "v1"
 API_VERSION: Final = f"{GROUP}/{VERSION}"
 KIND: Final = "TFJob"
 PLURAL: Final = "tfjobs"
-SINGULAR: Final = "tfjob"
 
 #: The container whose exit code the training operator reads (R3) and into which it injects TF_CONFIG.
 DEFAULT_CONTAINER_NAME: Final = "tensorflow"
-DEFAULT_PORT_NAME: Final = "tfjob-port"
-DEFAULT_PORT: Final = 2222
 
 #: Canonical replica type keys, in the order the operator walks them in UpdateJobStatus (R1 step 6).
 REPLICA_TYPES: Final = ("Chief", "Evaluator", "Master", "PS", "Worker")
@@ -31,9 +28,7 @@ LABEL_OPERATOR_NAME: Final = "training.kubeflow.org/operator-name"
 LABEL_JOB_NAME: Final = "training.kubeflow.org/job-name"
 LABEL_REPLICA_TYPE: Final = "training.kubeflow.org/replica-type"
 LABEL_REPLICA_INDEX: Final = "training.kubeflow.org/replica-index"
-LABEL_JOB_ROLE: Final = "training.kubeflow.org/job-role"
 OPERATOR_NAME: Final = "tfjob-controller"
-JOB_ROLE_MASTER: Final = "master"
 
 #: Values of ``runPolicy.managedBy`` the operator's webhook accepts; only the first is reconciled by it.
 MANAGED_BY_TRAINING_OPERATOR: Final = "kubeflow.org/training-operator"

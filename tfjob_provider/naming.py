@@ -48,7 +48,6 @@ LABEL_VALUE_MAX_LENGTH: Final = 63
 #: hard limit for three-digit replica indices; 40 leaves room for the operator's naming to change.
 JOB_NAME_MAX_LENGTH: Final = 40
 
-_DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 _DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?")
 _QUALIFIED_NAME_PART = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
@@ -59,11 +58,6 @@ _NOT_DNS_CHARS = re.compile(r"[^a-z0-9]+")
 _JOB_HASH_LENGTH: Final = 10  # base32 characters = 50 bits
 _LABEL_HASH_LENGTH: Final = 10  # hex characters = 40 bits
 _FALLBACK_PREFIX: Final = "tf"
-
-
-def is_dns1035_label(value: str) -> bool:
-    """Whether *value* is a DNS-1035 label: what Kubernetes requires of service names (and TFJob names)."""
-    return len(value) <= DNS_LABEL_MAX_LENGTH and _DNS1035_LABEL.fullmatch(value) is not None
 
 
 def is_dns1123_label(value: str) -> bool:

@@ -43,7 +43,7 @@ class _BoundedRepr(reprlib.Repr):
         self.maxlong = limit
         self.maxdict = self.maxlist = self.maxtuple = self.maxset = self.maxfrozenset = 4
 
-    def repr_int(self, x: int, level: int) -> str:
+    def repr_int(self, x: int, _level: int) -> str:
         return describe_int(x)
 
 

@@ -10,7 +10,8 @@ import pytest
 from tfjob_sandbox import Sandbox
 from tfjob_sandbox.testing import tfjob_manifest, unique_name
 
-from tfjob_provider.hooks.tfjob import TFJobHook, close_async_clients
+from tests.integration.async_clients import close_async_clients
+from tfjob_provider.hooks.tfjob import TFJobHook
 from tfjob_provider.kube.ratelimit import RateLimit
 from tfjob_provider.kube.retry import RetryPolicy
 from tfjob_provider.kube.shared_watch import SharedJobWatch
@@ -70,7 +71,7 @@ def test_leases_share_one_client_and_the_last_lease_closes_it(
 def test_a_lease_from_before_close_async_clients_leaves_the_new_client_alone(
     hook_sandbox: Sandbox, default_connection: str
 ) -> None:
-    """close_async_clients() (triggerer shutdown, tests) closes the clients under open leases; such
+    """close_async_clients() (a test helper) closes the clients under open leases; such
     a lease ending later must not close the client a newer lease now uses."""
 
     async def scenario() -> None:

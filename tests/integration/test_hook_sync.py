@@ -219,7 +219,7 @@ def test_lists_are_paged_through_the_sandbox_and_joined(hook_sandbox: Sandbox, n
     pages: list[dict[str, str]] = []
 
     def counting_send(session: ops.Session, request: rq.ApiRequest) -> ops.Operation[ops.Response]:
-        pages.append(request.query_dict())
+        pages.append(dict(request.query))
         return ops.call(session, request)
 
     request = rq.list_tfjobs(namespace=namespace, label_selector=f"batch={batch}")

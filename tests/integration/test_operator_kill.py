@@ -12,9 +12,9 @@ from typing import Any
 from tfjob_sandbox.testing import unique_name, wait_for
 
 from tests.integration.airflow_harness import load_dag, run_dag, write_dag_file
+from tests.integration.async_clients import close_async_clients
 from tests.integration.cluster_queries import running_pods_of_dag, tfjobs_of_dag
 from tests.integration.trigger_helpers import delete_tfjob, submit_tfjob, tfjob_exists
-from tfjob_provider.hooks.tfjob import close_async_clients
 from tfjob_provider.triggers.tfjob import TFJobTrigger
 
 NEVER_ENDS = ["python", "-c", "import time; time.sleep(600)"]

@@ -16,8 +16,8 @@ from typing import Any
 
 from tfjob_sandbox.testing import unique_name
 
+from tests.integration.async_clients import close_async_clients
 from tests.integration.trigger_helpers import delete_tfjob, submit_tfjob, tfjob_exists
-from tfjob_provider.hooks.tfjob import close_async_clients
 from tfjob_provider.policy import NOT_RECONCILED_MESSAGE
 from tfjob_provider.triggers.tfjob import TFJobTrigger
 

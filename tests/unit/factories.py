@@ -18,17 +18,21 @@ from typing import Any, Final
 from tfjob_provider.constants import (
     API_VERSION,
     DEFAULT_CONTAINER_NAME,
-    DEFAULT_PORT,
-    DEFAULT_PORT_NAME,
-    JOB_ROLE_MASTER,
     KIND,
     LABEL_JOB_NAME,
-    LABEL_JOB_ROLE,
     LABEL_OPERATOR_NAME,
     LABEL_REPLICA_INDEX,
     LABEL_REPLICA_TYPE,
     OPERATOR_NAME,
 )
+
+# What the training operator puts on the pods and services it creates that the provider never
+# reads (so they live here, not in tfjob_provider.constants): the port it adds to every replica
+# and the role label of the chief/master pod.
+DEFAULT_PORT_NAME: Final = "tfjob-port"
+DEFAULT_PORT: Final = 2222
+LABEL_JOB_ROLE: Final = "training.kubeflow.org/job-role"
+JOB_ROLE_MASTER: Final = "master"
 
 JOB_NAME: Final = "mnist"
 NAMESPACE: Final = "ml"

@@ -32,7 +32,6 @@ from tfjob_provider.naming import (
     JOB_NAME_MAX_LENGTH,
     identity_annotations,
     identity_labels,
-    is_dns1035_label,
     is_label_value,
     is_qualified_key,
     job_name_for,
@@ -329,7 +328,6 @@ def test_matching_odd_shapes_is_false_not_an_error(tfjob: dict[str, Any]) -> Non
 
 
 def test_kubernetes_name_predicates() -> None:
-    assert is_dns1035_label("a-1") and not is_dns1035_label("1-a") and not is_dns1035_label("a" * 64)
     assert is_qualified_key("example.com/name") and is_qualified_key("name")
     assert (
         not is_qualified_key("Example.com/name")

@@ -153,11 +153,6 @@ def restarts_of(statuses: object) -> int:
     return total
 
 
-def restart_total(status: Mapping[str, Any]) -> int:
-    """Sum of restartCount over containers and init containers (what backoffLimit counts, R9a)."""
-    return restarts_of(status.get("containerStatuses")) + restarts_of(status.get("initContainerStatuses"))
-
-
 def _terminated_cause(
     terminated: Mapping[str, Any], *, rules: Rules, who: str, container: str
 ) -> tuple[str, bool, str]:

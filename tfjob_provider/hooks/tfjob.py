@@ -2,9 +2,22 @@
 
 It reuses the cncf-kubernetes provider's ``kubernetes`` connection type and extras
 (``in_cluster``, ``kube_config_path``, ``kube_config``, ``cluster_context``, ``namespace``,
-``disable_verify_ssl``) so users configure one connection for both providers, but it loads that
-configuration differently from ``KubernetesHook``, for three reasons seen in that hook's history:
+``disable_verify_ssl``) so users configure one connection for both providers, but it reads and
+loads that configuration itself rather than through ``KubernetesHook``, for four reasons:
 
+* **Reading the extras means loading them there.**  ``KubernetesHook`` (cncf-kubernetes 10.25)
+  reads the extras inside ``get_conn()``, which loads them at once: in-cluster credentials into
+  the ``kubernetes`` package's global default configuration (``load_incluster_config`` is called
+  without ``client_configuration``), and ``disable_verify_ssl`` by replacing that global default
+  (``Configuration.set_default``).  Its field reader and boolean parser are private
+  (``_get_field``, ``_get_bool``), and ``AsyncKubernetesHook`` reads the extras once more, without
+  the ``config_file`` override and without applying ``disable_verify_ssl`` at all.  So
+  :class:`_ConnectionSettings` reads the same keys the same way — the legacy
+  ``extra__kubernetes__`` prefix, empty as unset, the same mutual exclusion, the same booleans —
+  and ``tests/integration/test_hook_connection_extras.py`` holds it to ``KubernetesHook``'s sync
+  reading on a table of connections.  One difference is deliberate: ``in_cluster`` given as the
+  string ``"false"`` (a URI-form connection) is false here, where ``KubernetesHook`` takes any
+  non-empty string as true.
 * **Never the global configuration.**  ``KubernetesHook.get_conn()`` without a
   ``client_configuration`` loads into the ``kubernetes`` package's process-wide default, and
   ``disable_verify_ssl`` flips it for everybody; two connections in one process then mix URLs and
@@ -54,19 +67,17 @@ SERVICE_ACCOUNT_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/
 #: ``refresh_token`` helper polls at this interval too).
 EXEC_REFRESH_WITHOUT_EXPIRY = 60.0
 
-_CONFIG_KEYS = ("in_cluster", "kube_config_path", "kube_config", "config_dict")
-
 
 def _to_bool(value: Any) -> bool | None:
-    if value is None or value == "":
-        return None
+    """A boolean extra as ``KubernetesHook`` reads one: a bool, or the string true/false (any case,
+    surrounding blanks ignored); anything else is "not set", so ``"yes"`` never turns TLS
+    verification off."""
     if isinstance(value, bool):
         return value
-    text = str(value).strip().lower()
-    if text in ("true", "1", "yes", "on"):
-        return True
-    if text in ("false", "0", "no", "off"):
-        return False
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in ("true", "false"):
+            return text == "true"
     return None
 
 
@@ -360,7 +371,8 @@ class TFJobHook(BaseHook):
             else:
                 leases.pop(key, None)
                 clients = _async_clients.get(loop, {})
-                # Only the client this lease held: after close_async_clients() another may sit there.
+                # Only the client this lease held: once a test has closed the shared clients
+                # (tests/integration/async_clients.py), another may sit there.
                 if client is not None and clients.get(key) is client:
                     del clients[key]
                     await client.close()
@@ -456,13 +468,4 @@ def _exec_refresher(loader: Any) -> Any:
     return refresh
 
 
-async def close_async_clients() -> None:
-    """Close every shared async client of the running loop (tests, triggerer shutdown)."""
-    loop = asyncio.get_running_loop()
-    _async_leases.pop(loop, None)
-    clients = _async_clients.pop(loop, {})
-    for async_client in clients.values():
-        await async_client.close()
-
-
-__all__ = ["TFJobHook", "close_async_clients", "default_retry_policy"]
+__all__ = ["TFJobHook", "default_retry_policy"]

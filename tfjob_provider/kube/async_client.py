@@ -278,10 +278,6 @@ class AsyncTFJobClient:
         """Run any :mod:`.operations` generator on this transport (used by the shared watch)."""
         return await self._run(operation)
 
-    def iterate(self, operation: ops.Operation[Any]) -> AsyncIterator[Any]:
-        """Iterate the values an operation emits (used by the shared watch)."""
-        return self._drive(operation)
-
     async def close(self) -> None:
         """Close the aiohttp session."""
         await self.api_client.close()

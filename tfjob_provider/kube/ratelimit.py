@@ -55,8 +55,6 @@ class TokenBucket:
         self._tokens = float(self.limit.burst)
         self._updated = clock()
         self._lock = threading.Lock()
-        self.granted = 0
-        """How many requests were admitted so far (for tests and metrics)."""
 
     def reserve(self) -> float:
         """Take one token; return the seconds the caller must wait before sending (0 when free)."""
@@ -66,16 +64,9 @@ class TokenBucket:
             self._updated = now
             self._tokens = min(float(self.limit.burst), self._tokens + elapsed * self.limit.rate)
             self._tokens -= 1.0
-            self.granted += 1
             if self._tokens >= 0:
                 return 0.0
             return -self._tokens / self.limit.rate
-
-    def available(self) -> float:
-        """Tokens available right now (negative while callers queue)."""
-        with self._lock:
-            elapsed = max(0.0, self._clock() - self._updated)
-            return min(float(self.limit.burst), self._tokens + elapsed * self.limit.rate)
 
 
 _buckets: dict[str, TokenBucket] = {}

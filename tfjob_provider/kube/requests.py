@@ -64,9 +64,6 @@ class ApiRequest:
     rbac: RbacRule | None = None
     read_timeout: float | None = None
 
-    def query_dict(self) -> dict[str, str]:
-        return dict(self.query)
-
     def describe(self) -> str:
         """Short human form for logs and error messages, e.g. ``GET /api/v1/namespaces/x/pods``."""
         return f"{self.method} {self.path}"
@@ -74,10 +71,6 @@ class ApiRequest:
 
 def _q(value: str) -> str:
     return quote(value, safe="")
-
-
-def _bool(value: bool) -> str:
-    return "true" if value else "false"
 
 
 def _tfjobs_path(namespace: str, name: str | None = None) -> str:
@@ -310,11 +303,6 @@ def list_events(*, namespace: str, involved_name: str) -> ApiRequest:
     )
 
 
-def is_watch(request: ApiRequest) -> bool:
-    """True for a watch request (as opposed to a followed log, the other kind of stream)."""
-    return ("watch", "true") in request.query
-
-
 __all__ = [
     "TFJOB_API_PATH",
     "ApiRequest",
@@ -323,7 +311,6 @@ __all__ = [
     "delete_tfjob",
     "discover_tfjob_api",
     "get_tfjob",
-    "is_watch",
     "job_pods_selector",
     "list_events",
     "list_pods",

@@ -95,8 +95,6 @@ class SharedJobWatch:
         self.namespace = namespace
         self.tracker = JobTracker(namespace=namespace, slim=True)
         self.subscribers: dict[JobKey, set[Subscription]] = {}
-        self.mode = "starting"
-        """``starting``, ``watching`` or ``polling`` (watch verb forbidden)."""
         self.ready = False
         self._task: asyncio.Task[None] | None = None
 
@@ -171,14 +169,12 @@ class SharedJobWatch:
         session = self.client.session
         try:
             try:
-                self.mode = "watching"
                 streams = ops.job_streams(session, self.tracker, namespace=self.namespace)
                 await self.client.run(ops.run_list_watches(session, streams, on_changes=self._dispatch))
             except ForbiddenError as error:
                 if not ops.watch_forbidden(error):
                     raise
                 log.warning("%s — polling every %.0f s instead", error.message, session.watch.poll_interval)
-                self.mode = "polling"
                 await self._poll_forever()
         except asyncio.CancelledError:
             raise

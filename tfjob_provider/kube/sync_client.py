@@ -315,10 +315,6 @@ class SyncTFJobClient:
         """Run any :mod:`.operations` generator on this transport."""
         return self._run(operation)
 
-    def iterate(self, operation: ops.Operation[Any]) -> Iterator[Any]:
-        """Iterate the values an operation emits."""
-        return self._drive(operation)
-
     def close(self) -> None:
         """Release the connection pool."""
         self.api_client.close()

@@ -114,8 +114,6 @@ class ListWatch:
         self._rng = rng
         self.resource_version: str | None = None
         self.last_request: ApiRequest | None = None
-        self.relists = 0
-        """How many times a relist was needed after the first list (410s seen)."""
 
     @property
     def needs_list(self) -> bool:
@@ -176,7 +174,6 @@ class ListWatch:
     def on_gone(self, message: str = "") -> Expired:
         """410 in either form: forget the RV so the next request is a LIST."""
         self.resource_version = None
-        self.relists += 1
         return Expired(message)
 
     def on_error(self, error: KubeApiError) -> Expired:
