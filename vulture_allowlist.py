@@ -37,8 +37,10 @@ TFJobHook.test_connection
 TFJobHook.get_conn
 
 # Attributes of the Kubernetes clients' configurations that the hook sets and the clients read:
-# TLS verification off (disable_verify_ssl) and the token refresher of exec-credential users.
+# TLS verification off (disable_verify_ssl), the token refresher of exec-credential users, and
+# urllib3's own retries switched off (the provider's retry policy is the only one).
 Configuration().verify_ssl
+Configuration().retries
 AsyncConfiguration().verify_ssl
 AsyncConfiguration().refresh_api_key_hook
 

@@ -72,6 +72,17 @@ def get_provider_info() -> dict[str, Any]:
                         "example": "30",
                         "default": "10",
                     },
+                    "api_outage_budget": {
+                        "description": "Seconds an unavailable Kubernetes API (503, 429, connection "
+                        "resets, timeouts) is ridden out by every request, watch and fresh read before "
+                        "it gives up, measured from the first failure; back-off is exponential with "
+                        "jitter (1-15 s) and waits at least the server's Retry-After. A connection's "
+                        "'api_outage_budget' extra overrides it.",
+                        "version_added": "0.1.0",
+                        "type": "float",
+                        "example": "600",
+                        "default": "180",
+                    },
                 },
             }
         },

@@ -25,7 +25,7 @@ def async_hook(sandbox: Sandbox, **kwargs: Any) -> TFJobHook:
     return TFJobHook(
         None,
         config_file=str(sandbox.kubeconfig_path),
-        retry_policy=RetryPolicy(attempts=4, wait_min=0.05, wait_max=0.2),
+        retry_policy=RetryPolicy(budget=2.0, wait_min=0.05, wait_max=0.2),
         rate_limit=RateLimit(rate=1000, burst=1000),
         **kwargs,
     )

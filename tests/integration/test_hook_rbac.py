@@ -49,7 +49,7 @@ def limited_hook(sandbox: Sandbox, tmp: Path, namespace: str) -> TFJobHook:
     return TFJobHook(
         None,
         config_file=str(path),
-        retry_policy=RetryPolicy(attempts=2, wait_min=0.05, wait_max=0.1),
+        retry_policy=RetryPolicy(budget=0.5, wait_min=0.05, wait_max=0.1),
         rate_limit=RateLimit(rate=1000, burst=1000),
         watch_settings=WatchSettings(poll_interval=0.2),
     )

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.timeout(120)
 
 
 def fast_retries() -> RetryPolicy:
-    return RetryPolicy(attempts=4, wait_min=0.05, wait_max=0.2)
+    return RetryPolicy(budget=2.0, wait_min=0.05, wait_max=0.2)
 
 
 def explicit_hook(sandbox: Sandbox, **kwargs: Any) -> TFJobHook:
@@ -146,7 +146,7 @@ def test_watch_relists_after_forced_410(hook_sandbox: Sandbox, namespace: str) -
 
 def test_retries_through_injected_503_429_and_resets(hook_sandbox: Sandbox, namespace: str) -> None:
     client = explicit_hook(
-        hook_sandbox, retry_policy=RetryPolicy(attempts=5, wait_min=0.05, wait_max=0.1)
+        hook_sandbox, retry_policy=RetryPolicy(budget=5.0, wait_min=0.05, wait_max=0.1)
     ).client
     name = unique_name("retry")
     client.create_tfjob(tfjob_manifest(name, command=["sleep", "5"]), namespace=namespace)
@@ -228,3 +228,46 @@ def test_lists_are_paged_through_the_sandbox_and_joined(hook_sandbox: Sandbox, n
     assert [page.get("limit") for page in pages] == ["2", "2", "2"]
     assert pages[0].get("continue") is None and all(page.get("continue") for page in pages[1:])
     assert int(body["metadata"]["resourceVersion"]) > 0
+
+
+def connection_with(sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch, **extra: Any) -> None:
+    import json
+
+    connection = json.loads(sandbox.airflow_conn_uri)
+    connection["extra"].update(extra)
+    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", json.dumps(connection))
+
+
+def test_the_outage_budget_comes_from_the_connection_else_the_config(
+    hook_sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    connection_with(hook_sandbox, monkeypatch)
+    assert TFJobHook().client.session.retry.budget == 180.0  # documented default
+    monkeypatch.setenv("AIRFLOW__TFJOB_PROVIDER__API_OUTAGE_BUDGET", "30")
+    assert TFJobHook().client.session.retry.budget == 30.0
+    connection_with(hook_sandbox, monkeypatch, api_outage_budget="7.5")
+    assert TFJobHook().client.session.retry.budget == 7.5
+
+
+@pytest.mark.parametrize("bad", ["soon", -1, True])
+def test_a_bad_outage_budget_names_the_field(
+    hook_sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch, bad: Any
+) -> None:
+    from airflow.providers.common.compat.sdk import AirflowException
+
+    connection_with(hook_sandbox, monkeypatch, api_outage_budget=bad)
+    with pytest.raises(AirflowException, match="api_outage_budget"):
+        _ = TFJobHook().client
+
+
+def test_urllib3_retries_nothing_on_its_own(hook_sandbox: Sandbox, namespace: str) -> None:
+    client = explicit_hook(hook_sandbox, retry_policy=RetryPolicy(budget=0)).client
+    assert client.api_client.configuration.retries is False
+    fault = hook_sandbox.fail_requests(503, count=None, verbs=["list"], resources=["tfjobs"], retry_after=0)
+    try:
+        with pytest.raises(errors.UnavailableError):
+            client.list_tfjobs(namespace=namespace)
+        fired = next(r["fired"] for r in hook_sandbox.faults.rules() if r["id"] == fault)
+    finally:
+        hook_sandbox.remove_api_fault(fault)
+    assert fired == 1  # one request: no hidden retry below the provider's policy

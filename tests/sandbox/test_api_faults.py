@@ -234,3 +234,38 @@ def test_admin_kill_signals_a_pods_process(faulty: Sandbox, core: client.CoreV1A
         time.sleep(0.05)
     terminated = pod.status.container_statuses[0].state.terminated
     assert (terminated.exit_code, terminated.reason) == (137, "Error")
+
+
+@pytest.mark.parametrize(("kind", "status"), [("503", 503), ("429", 429)])
+def test_an_outage_answers_every_request_with_retry_after_until_it_ends_by_itself(
+    faulty: Sandbox, core: client.CoreV1Api, kind: str, status: int
+) -> None:
+    outage = faulty.api_outage(1.0, kind=kind, retry_after=3)
+    for _ in range(3):
+        code, _, headers = _status_of(core.list_namespaced_pod, "default")
+        assert (code, headers["Retry-After"]) == (status, "3")
+    time.sleep(1.1)
+    assert core.list_namespaced_pod("default").items == []
+    assert faulty.faults.rules() == []  # gone, not merely idle
+    assert faulty.faults.fired(outage) == 3
+
+
+def test_an_outage_of_resets_and_one_of_latency(faulty: Sandbox, core: client.CoreV1Api) -> None:
+    faulty.api_outage(0.6, kind="reset")
+    with pytest.raises(urllib3.exceptions.HTTPError):
+        core.list_namespaced_pod("default")
+    time.sleep(0.7)
+    assert core.list_namespaced_pod("default").items == []
+    faulty.api_outage(0.6, kind="latency", latency=0.3)
+    started = time.monotonic()
+    core.list_namespaced_pod("default")
+    assert time.monotonic() - started >= 0.3
+    time.sleep(0.7)
+    started = time.monotonic()
+    core.list_namespaced_pod("default")
+    assert time.monotonic() - started < 0.3
+
+
+def test_a_fault_duration_must_be_positive(faulty: Sandbox) -> None:
+    with pytest.raises(ValueError, match="duration"):
+        faulty.api_outage(0)

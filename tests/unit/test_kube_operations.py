@@ -23,6 +23,11 @@ from tfjob_provider.kube.watching import WatchSettings
 pytestmark = pytest.mark.timeout(30)
 
 
+#: Monotonic "time" of the scripted transport: every Sleep effect advances it, so outage budgets
+#: are spent without waiting.
+CLOCK = [0.0]
+
+
 class StopScript(Exception):
     """The script ran out of lines: end the test's run."""
 
@@ -57,6 +62,7 @@ class Script:
             return self.answer(effect.request)
         if isinstance(effect, ops.Sleep):
             self.sleeps.append(effect.seconds)
+            CLOCK[0] += effect.seconds
             return None
         if isinstance(effect, ops.OpenStream):
             response = self.answer(effect.request)
@@ -103,7 +109,7 @@ def run(
 def session(**retry: Any) -> ops.Session:
     clock = [0.0]
     return ops.Session(
-        retry=RetryPolicy(random=lambda: 0.0, **retry),
+        retry=RetryPolicy(random=lambda: 0.0, clock=lambda: CLOCK[0], **retry),
         bucket=TokenBucket(RateLimit(rate=1000, burst=1000), clock=lambda: clock[0]),
         watch=WatchSettings(poll_interval=10.0),
     )
@@ -179,12 +185,21 @@ def test_422_is_never_retried_and_carries_causes() -> None:
     assert sum(isinstance(e, ops.Send) for e in script.sent) == 1 and script.sleeps == []
 
 
-def test_retries_stop_after_the_configured_attempts() -> None:
+def test_retries_stop_when_the_outage_budget_is_spent() -> None:
     script = Script()
     script.on("GET", "/tfjobs/mnist", status(500))
     with pytest.raises(errors.UnavailableError):
-        run(script, ops.get_tfjob(session(attempts=3), "mnist", namespace="ns"))
-    assert sum(isinstance(e, ops.Send) for e in script.sent) == 3
+        run(script, ops.get_tfjob(session(budget=5.0), "mnist", namespace="ns"))
+    assert script.sleeps == [1.0, 1.0, 2.0, 1.0]  # 1, 1, 2, then the 4 s step cut to the budget
+    assert sum(isinstance(e, ops.Send) for e in script.sent) == 5
+
+
+def test_retry_after_one_second_is_a_minimum_not_the_pace() -> None:
+    script = Script()
+    busy = status(429, headers={"Retry-After": "1"})
+    script.on("GET", "/tfjobs/mnist", busy, busy, busy, busy, ok(tfjob_obj("1")))
+    run(script, ops.get_tfjob(session(), "mnist", namespace="ns"))
+    assert script.sleeps == [1.0, 1.0, 2.0, 4.0]
 
 
 def test_the_error_is_raised_from_the_transport_exception() -> None:
@@ -482,22 +497,34 @@ def test_forbidden_watch_falls_back_to_polling() -> None:
     assert 10.0 in script.sleeps
 
 
-def test_consecutive_failures_are_bounded() -> None:
+def test_a_watch_rides_out_failures_for_the_outage_budget_however_many_then_raises() -> None:
     script = watch_script()
-    script.lines.extend([closed("pods", error=errors.unavailable("reset", request=None))] * 20)
+    list_ok = ok({"metadata": {"resourceVersion": "10"}, "items": []})
+    script.responses[("GET", "/pods")] = deque([list_ok, list_ok, status(503, "ServiceUnavailable")])
+    script.lines.append(closed("pods", error=errors.unavailable("reset", request=None)))
+    with pytest.raises(errors.UnavailableError):
+        run(script, ops.watch_job(session(budget=60.0), "mnist", namespace="ns"))
+    assert len(script.sleeps) > 10  # not a count of failures: the time they took
+    assert sum(script.sleeps) == pytest.approx(60.0)
 
-    def keep_pods_key(keys: dict[str, str]) -> ops.StreamClosed:
+
+def test_a_stream_reopened_ends_the_outage_for_a_break_queued_meanwhile() -> None:
+    script = watch_script()
+    listed = ok({"metadata": {"resourceVersion": "10"}, "items": [tfjob_obj("9")]})
+    unavailable = status(503, "ServiceUnavailable")
+    script.responses[("GET", "/tfjobs")] = deque([listed, listed, unavailable, unavailable, listed])
+    reset = errors.unavailable("reset", request=None)
+    script.lines.extend([closed("tfjobs", error=reset), closed("pods", error=reset)])
+    run(script, ops.watch_job(session(), "mnist", namespace="ns"))
+    assert script.sleeps == [1.0, 1.0, 2.0, 1.0]  # the pods' break starts a new run: 1 s, not 4 s
+
+
+def test_a_line_received_ends_the_outage() -> None:
+    def reset(keys: dict[str, str]) -> ops.StreamClosed:
         return ops.StreamClosed(keys["pods"], error=errors.unavailable("reset", request=None))
 
-    script.lines = type(script.lines)([keep_pods_key] * 20)
-    with pytest.raises(errors.UnavailableError):
-        run(
-            script,
-            ops.watch_job(
-                ops.Session(
-                    retry=RetryPolicy(random=lambda: 0.0), watch=WatchSettings(max_consecutive_failures=3)
-                ),
-                "mnist",
-                namespace="ns",
-            ),
-        )
+    bookmark = line("pods", {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "77"}}})
+    script = watch_script()
+    script.lines = type(script.lines)([reset, reset, reset, bookmark] * 10)
+    run(script, ops.watch_job(session(budget=5.0), "mnist", namespace="ns"))  # 40 s of flapping
+    assert sum(script.sleeps) > 5.0

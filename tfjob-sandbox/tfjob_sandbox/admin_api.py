@@ -104,6 +104,7 @@ class AdminApi:
             resources=params.get("resources"),
             retry_after=int(params.get("retryAfter", 1)),
             latency=float(params.get("latency", 0.0)),
+            duration=float(params["duration"]) if params.get("duration") is not None else None,
         )
         return rule.to_dict()
 

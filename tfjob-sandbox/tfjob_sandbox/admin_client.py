@@ -92,8 +92,10 @@ class SandboxAdminClient:
         resources: Iterable[str] | None = None,
         retry_after: int = 1,
         latency: float = 0.0,
+        duration: float | None = None,
     ) -> int:
-        """Activate an API fault (``status``, ``reset`` or ``latency``); returns its id."""
+        """Activate an API fault (``status``, ``reset`` or ``latency``); returns its id.
+        ``duration``: seconds after which it ends by itself."""
         rule = self._call(
             "POST",
             "/faults/api",
@@ -106,6 +108,7 @@ class SandboxAdminClient:
                 "resources": list(resources) if resources is not None else None,
                 "retryAfter": retry_after,
                 "latency": latency,
+                "duration": duration,
             },
         )
         return int(rule["id"])

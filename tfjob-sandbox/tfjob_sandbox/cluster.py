@@ -211,8 +211,10 @@ class Sandbox:
         resources: Iterable[str] | None = None,
         retry_after: int = 1,
         latency: float = 0.0,
+        duration: float | None = None,
     ) -> int:
-        """Activate an API fault (``action``: ``status``, ``reset`` or ``latency``); returns its id."""
+        """Activate an API fault (``action``: ``status``, ``reset`` or ``latency``); returns its id.
+        ``duration``: seconds after which it ends by itself."""
         return self.faults.add(
             action,
             status=status,
@@ -222,7 +224,26 @@ class Sandbox:
             resources=resources,
             retry_after=retry_after,
             latency=latency,
+            duration=duration,
         ).id
+
+    def api_outage(
+        self, seconds: float, *, kind: str = "503", retry_after: int = 1, latency: float = 5.0, **filters: Any
+    ) -> int:
+        """Make the API unavailable to clients for ``seconds`` from now, then recover by itself.
+
+        ``kind``: ``"503"`` or ``"429"`` (every request answered so, with ``Retry-After``),
+        ``"500"``, ``"reset"`` (every connection reset) or ``"latency"`` (every request delayed by
+        ``latency`` seconds).  The sandbox's own controllers keep working: a TFJob can finish
+        during the outage, as one does while a real API server restarts.
+        """
+        if kind == "reset":
+            return self.api_fault("reset", duration=seconds, **filters)
+        if kind == "latency":
+            return self.api_fault("latency", latency=latency, duration=seconds, **filters)
+        return self.api_fault(
+            "status", status=int(kind), retry_after=retry_after, duration=seconds, **filters
+        )
 
     def fail_requests(
         self, status: int, *, count: int | None = 1, retry_after: int = 1, **filters: Any

@@ -54,7 +54,7 @@ from airflow.providers.common.compat.sdk import AirflowException, AirflowNotFoun
 
 from tfjob_provider.kube.operations import Session
 from tfjob_provider.kube.ratelimit import DEFAULT_BURST, DEFAULT_RATE, RateLimit, shared_bucket
-from tfjob_provider.kube.retry import RetryPolicy
+from tfjob_provider.kube.retry import DEFAULT_OUTAGE_BUDGET, RetryPolicy
 from tfjob_provider.kube.watching import WatchSettings
 
 if TYPE_CHECKING:
@@ -93,13 +93,29 @@ def default_rate_limit() -> RateLimit:
     )
 
 
-def default_retry_policy() -> RetryPolicy:
-    """The retry policy from Airflow's ``[workers] api_retries / api_retry_wait_min / _max``."""
-    return RetryPolicy(
-        attempts=conf.getint("workers", "api_retries", fallback=5),
-        wait_min=conf.getfloat("workers", "api_retry_wait_min", fallback=1.0),
-        wait_max=conf.getfloat("workers", "api_retry_wait_max", fallback=15.0),
-    )
+#: Connection extra that overrides ``[tfjob_provider] api_outage_budget`` for one connection.
+OUTAGE_BUDGET_EXTRA = "api_outage_budget"
+
+
+def default_retry_policy(extra: Any = None) -> RetryPolicy:
+    """The retry policy: the outage budget from the connection's ``api_outage_budget`` extra
+    (``extra``), else ``[tfjob_provider] api_outage_budget`` (180 s); AirflowException naming the
+    field if it is not a number of seconds."""
+    raw = extra
+    field = f"the connection extra {OUTAGE_BUDGET_EXTRA!r}"
+    if raw is None or raw == "":
+        raw = conf.get("tfjob_provider", OUTAGE_BUDGET_EXTRA, fallback=str(DEFAULT_OUTAGE_BUDGET))
+        field = f"[tfjob_provider] {OUTAGE_BUDGET_EXTRA}"
+    try:
+        budget = float(raw)
+        if isinstance(raw, bool) or not budget >= 0 or budget == float("inf"):
+            raise ValueError
+    except (TypeError, ValueError):
+        raise AirflowException(
+            f"{field} is {raw!r}; give the seconds an API outage is ridden out as a number >= 0 "
+            f"(default {DEFAULT_OUTAGE_BUDGET:g})"
+        ) from None
+    return RetryPolicy(budget=budget)
 
 
 class _ConnectionSettings:
@@ -125,6 +141,7 @@ class _ConnectionSettings:
             _coalesce(hook.disable_verify_ssl, _to_bool(field("disable_verify_ssl"))) or False
         )
         self.namespace_extra: str | None = _coalesce(field("namespace"))
+        self.outage_budget: Any = field(OUTAGE_BUDGET_EXTRA)
         chosen = [bool(self.in_cluster), bool(raw or hook.config_dict), bool(self.config_file)]
         if sum(chosen) > 1:
             raise AirflowException(
@@ -207,7 +224,8 @@ class TFJobHook(BaseHook):
     :param config_dict: a kubeconfig as a dict (alternative to a file).
     :param rate_limit: client-side rate limit for this connection in this process; default from
         ``[tfjob_provider] api_qps`` and ``api_burst`` (5 requests/s, burst 10, as client-go).
-    :param retry_policy: retry policy; default from ``[workers] api_retries`` and friends.
+    :param retry_policy: retry policy; default: an outage budget from the connection's
+        ``api_outage_budget`` extra, else ``[tfjob_provider] api_outage_budget`` (180 s).
     :param watch_settings: watch timings (inactivity timeout, poll interval of the fallback, …).
     """
 
@@ -272,7 +290,7 @@ class TFJobHook(BaseHook):
         rate_limit = self.rate_limit or default_rate_limit()
         key = f"{self.kubernetes_conn_id}:{hash(settings.cache_key)}:{rate_limit}"
         return Session(
-            retry=self.retry_policy or default_retry_policy(),
+            retry=self.retry_policy or default_retry_policy(settings.outage_budget),
             bucket=shared_bucket(key, rate_limit),
             watch=self.watch_settings or WatchSettings(),
         )
@@ -311,6 +329,9 @@ class TFJobHook(BaseHook):
                 )
         if settings.disable_verify_ssl:
             configuration.verify_ssl = False
+        # urllib3 would otherwise retry idempotent requests answered 413/429/503 with Retry-After,
+        # unseen and unbudgeted: the provider's retry policy must be the only one.
+        configuration.retries = False
         return configuration
 
     @cached_property

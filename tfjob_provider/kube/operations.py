@@ -34,6 +34,7 @@ import logging
 import threading
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any, TypeVar
 
 from tfjob_provider.constants import LABEL_OPERATOR_NAME, OPERATOR_NAME, PLURAL
@@ -48,7 +49,7 @@ from tfjob_provider.kube.errors import (
 )
 from tfjob_provider.kube.ratelimit import TokenBucket
 from tfjob_provider.kube.requests import ApiRequest
-from tfjob_provider.kube.retry import RetryPolicy, describe_retry, is_retryable
+from tfjob_provider.kube.retry import Outage, RetryPolicy, describe_retry, is_retryable
 from tfjob_provider.kube.tracking import JobKey, JobSnapshot, JobTracker
 from tfjob_provider.kube.watching import Expired, ListWatch, WatchEvent, WatchSettings
 
@@ -175,22 +176,46 @@ def throttle(session: Session) -> Operation[None]:
         yield Sleep(delay)
 
 
-def call(session: Session, request: ApiRequest) -> Operation[Response]:
-    """Send ``request`` through the rate limiter and the retry policy; return the 2xx response."""
-    attempt = 0
+def call(session: Session, request: ApiRequest, *, outage: Outage | None = None) -> Operation[Response]:
+    """Send ``request`` through the rate limiter and the retry policy; return the 2xx response.
+
+    :param outage: the run of failures this request belongs to (a watch loop shares one across
+        its relists); by default the request's own.
+    """
+    outage = outage if outage is not None else Outage()
     while True:
-        attempt += 1
         yield from throttle(session)
         try:
             response = yield Send(request)
             raise_for_status(response, request)
-            return response  # type: ignore[no-any-return]
         except KubeApiError as error:
-            wait = session.retry.wait_for(error, attempt=attempt)
-            if wait is None:
-                raise
-            log.info("%s: %s", request.describe(), describe_retry(error, attempt=attempt, wait=wait))
-            yield Sleep(wait)
+            yield from back_off(session, outage, error, what=request.describe())
+            continue
+        outage.over()
+        return response  # type: ignore[no-any-return]
+
+
+def back_off(session: Session, outage: Outage, error: KubeApiError, *, what: str) -> Operation[None]:
+    """Sleep as the retry policy says after ``error``, logging the step; re-raise ``error`` once the
+    policy gives up (not retryable, or the outage budget is spent)."""
+    attempt, elapsed = outage.failed(session.retry.clock)
+    wait = session.retry.wait_for(error, attempt=attempt, elapsed=elapsed)
+    if wait is None:
+        if is_retryable(error) and attempt > 1:
+            log.warning(
+                "%s: giving up after %d attempts in %.0f s (outage budget %g s): %s",
+                what,
+                attempt,
+                elapsed,
+                session.retry.budget,
+                error.message,
+            )
+        raise error
+    budget = session.retry.budget
+    log.warning(
+        "%s: %s", what, describe_retry(error, attempt=attempt, wait=wait, elapsed=elapsed, budget=budget)
+    )
+    yield Sleep(wait)
 
 
 def call_json(session: Session, request: ApiRequest) -> Operation[dict[str, Any]]:
@@ -384,19 +409,15 @@ def follow_log(
     request = rq.read_log(
         pod, namespace=namespace, container=container, follow=True, since_seconds=since_seconds
     )
-    attempt = 0
+    outage = Outage()
     while True:
-        attempt += 1
         yield from throttle(session)
         response = yield OpenStream("log", request)
         try:
             raise_for_status(response, request)
             break
         except KubeApiError as error:
-            wait = session.retry.wait_for(error, attempt=attempt)
-            if wait is None:
-                raise
-            yield Sleep(wait)
+            yield from back_off(session, outage, error, what=request.describe())
     while True:
         item = yield NextLine()
         if isinstance(item, StreamLine):
@@ -441,23 +462,20 @@ def run_list_watches(
     while True:
         try:
             yield from _relist_where_needed(session, streams, on_changes, state)
-            yield from _open_missing_streams(session, streams, by_key)
+            yield from _open_missing_streams(session, streams, by_key, state.outage)
             if any(stream.watch.needs_list for stream in streams):
                 continue  # a watch answered HTTP 410: list again before reading on
             item = yield NextLine()
             yield from _handle_item(session, item, by_key, on_changes, state)
         except KubeApiError as error:
-            # Lists already went through the retry policy; this budget covers the stream itself
-            # (reset by every line received), so a flapping API server is ridden out for minutes.
-            state.failures += 1
-            wait = _reconnect_wait(session, error, state.failures)
-            log.warning("watch interrupted (%s); reconnecting in %.1f s", error.message, wait)
-            yield Sleep(wait)
+            # One outage budget for the whole loop: the relists (which share ``state.outage``)
+            # and the streams' reconnects; any line received, list answered or stream opened ends it.
+            yield from back_off(session, state.outage, error, what="watch")
 
 
 @dataclass
 class _LoopState:
-    failures: int = 0
+    outage: Outage = field(default_factory=Outage)
     initial: bool = True
 
 
@@ -469,7 +487,7 @@ def _relist_where_needed(
     for stream in streams:
         if stream.watch.needs_list:
             request = stream.watch.next_request()
-            body = yield from call_list(session, request)
+            body = yield from call_list(session, request, send=partial(call, outage=state.outage))
             changed |= stream.relist(stream.watch.on_list(body))
             relisted = True
     if state.initial or (relisted and changed):
@@ -478,7 +496,7 @@ def _relist_where_needed(
 
 
 def _open_missing_streams(
-    session: Session, streams: Sequence[WatchedStream], by_key: dict[str, WatchedStream]
+    session: Session, streams: Sequence[WatchedStream], by_key: dict[str, WatchedStream], outage: Outage
 ) -> Operation[None]:
     for stream in streams:
         if stream.open or stream.watch.needs_list:
@@ -494,15 +512,7 @@ def _open_missing_streams(
             continue
         stream.open = True
         by_key[stream.key] = stream
-
-
-def _reconnect_wait(session: Session, error: KubeApiError, failures: int) -> float:
-    if not is_retryable(error) or failures > session.watch.max_consecutive_failures:
-        raise error
-    retry_after = getattr(error, "retry_after", None)
-    if isinstance(retry_after, (int, float)):
-        return float(min(retry_after, session.retry.retry_after_max))
-    return session.retry.backoff(failures)
+        outage.over()  # the API answered: a break of another stream queued meanwhile starts afresh
 
 
 def _handle_item(
@@ -538,7 +548,7 @@ def _handle_item(
         stream.open = False
         del by_key[item.key]
         return
-    state.failures = 0
+    state.outage.over()
     if isinstance(result, WatchEvent):
         changed = stream.apply(result.type, result.object)
         if changed:
@@ -717,6 +727,7 @@ __all__ = [
     "StreamClosed",
     "StreamLine",
     "WatchedStream",
+    "back_off",
     "call",
     "call_json",
     "call_list",

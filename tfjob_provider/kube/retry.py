@@ -1,12 +1,14 @@
 """The one retry policy for every Kubernetes request the provider makes.
 
-Deciding *whether* and *how long* to wait is pure arithmetic on an error and an attempt number,
-so it is written once here and used by both transports (and by the watch loop for reconnects).
+Deciding *whether* and *how long* to wait is pure arithmetic on an error, an attempt number and
+the time since the failures began, so it is written once here and used by both transports (and
+by the watch loop for reconnects).
 
 What is retried, and why:
 
 * **429 Too Many Requests** — API Priority and Fairness shed the request; the server says when
-  to come back (``Retry-After``, or the older ``details.retryAfterSeconds``) and we obey it.
+  to come back (``Retry-After``, or the older ``details.retryAfterSeconds``) and we wait at least
+  that long.
 * **500, 502, 503, 504** and **connection errors / timeouts** (:class:`UnavailableError`) — an
   API server restarting, a load balancer failing over, etcd leader election.  A 503/504 with
   ``Retry-After`` is honoured the same way (the watch cache answers 504 + Retry-After when asked
@@ -16,15 +18,31 @@ What is never retried: every other 4xx.  A 422 will be just as invalid next time
 administrator, a 404/409 is an answer.  (Airflow's ``generic_api_retry`` also retries 409; for a
 create that would turn "already exists" into five identical failures, so we do not.)
 
+How long: an **outage budget** of elapsed time, not a number of attempts.  An API server that
+answers every request with 503 for 20 s, or sheds load with 429 for a minute, is ridden out by
+every request, watch and fresh read alike — a count of attempts would give up after a few
+seconds when the server asks for ``Retry-After: 1`` and after minutes when it is silent.  The
+budget (:data:`DEFAULT_OUTAGE_BUDGET`, 180 s) is measured from the first failure of a run of
+failures; any success ends the run.  It is configurable per connection (extra
+``api_outage_budget``) and per installation (``[tfjob_provider] api_outage_budget``).
+
 Back-off is exponential, bounded by ``wait_min``/``wait_max``, with "equal jitter": half the
 step is fixed, the other half random, so many triggers that failed together do not come back
-together, yet no wait is shorter than half the step.  Defaults follow Airflow's
-``[workers] api_retries = 5``, ``api_retry_wait_min = 1``, ``api_retry_wait_max = 15``.
+together, yet no wait is shorter than half the step.  A server-sent ``Retry-After`` is a
+*minimum*: the wait is the larger of it and the back-off step (a server saying "1 s" while it
+keeps failing must not set the pace of a storm of retries).  The last wait is cut so the last
+attempt still lies within the budget; a ``Retry-After`` that points beyond the budget ends the
+run at once.
+
+This is the only retry policy: the transports' own retries are switched off (urllib3's
+``Retry`` through ``Configuration.retries = False`` in the hook; aiohttp has none), so an
+outage is measured and logged in one place.
 """
 
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -32,6 +50,10 @@ from tfjob_provider.kube.errors import KubeApiError, TooManyRequestsError, Unava
 
 #: HTTP statuses worth another attempt (besides 429, which has its own class).
 RETRYABLE_SERVER_STATUSES = frozenset({500, 502, 503, 504})
+#: Seconds of failures in a row ridden out before a request, watch or read gives up (documented
+#: in ``docs/client.md``): longer than an API server rollout or a control-plane failover, shorter
+#: than the task timeouts users set.
+DEFAULT_OUTAGE_BUDGET = 180.0
 
 
 def is_retryable(error: BaseException) -> bool:
@@ -45,33 +67,37 @@ def is_retryable(error: BaseException) -> bool:
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """How many times to try a request and how long to wait in between.
+    """How long to keep trying a request and how long to wait in between.
 
-    ``wait_for(error, attempt=n)`` answers, after the ``n``-th failed attempt (1-based), how many
-    seconds to sleep before the next one, or ``None`` to give up and raise ``error``.
+    ``wait_for(error, attempt=n, elapsed=t)`` answers, after the ``n``-th failed attempt (1-based)
+    of a run of failures that began ``t`` seconds ago, how many seconds to sleep before the next
+    one, or ``None`` to give up and raise ``error``.  Callers measure ``t`` with :attr:`clock`
+    (an :class:`Outage` does it for them).
     """
 
-    attempts: int = 5
-    """Total tries including the first (Airflow's ``[workers] api_retries`` default)."""
+    budget: float = DEFAULT_OUTAGE_BUDGET
+    """Seconds from the first failure after which no further attempt is started."""
 
     wait_min: float = 1.0
-    """First back-off step in seconds (``api_retry_wait_min``): long enough for a connection reset
-    by a restarting API server to be followed by a listening one."""
+    """First back-off step in seconds: long enough for a connection reset by a restarting API
+    server to be followed by a listening one."""
 
     wait_max: float = 15.0
-    """Cap of one back-off step (``api_retry_wait_max``): five tries then span ~30 s, enough to ride
-    out an API server rollout without hiding a real outage for minutes."""
+    """Cap of one back-off step: a recovered server is noticed within 15 s."""
 
     retry_after_max: float = 120.0
-    """Upper bound on a server-sent ``Retry-After``: obeyed as sent up to this, so a buggy proxy
-    answering ``Retry-After: 86400`` cannot park a task for a day."""
+    """Upper bound on a server-sent ``Retry-After``, so a buggy proxy answering
+    ``Retry-After: 86400`` cannot park a task for a day."""
 
     random: Callable[[], float] = field(default=random.random, compare=False, repr=False)
     """Source of jitter in [0, 1); injected so tests are deterministic."""
 
+    clock: Callable[[], float] = field(default=time.monotonic, compare=False, repr=False)
+    """Monotonic seconds the budget is measured with; injected so tests need not wait."""
+
     def __post_init__(self) -> None:
-        if self.attempts < 1:
-            raise ValueError("attempts must be >= 1")
+        if not self.budget >= 0:
+            raise ValueError(f"the outage budget must be >= 0 seconds, got {self.budget!r}")
         if not 0 <= self.wait_min <= self.wait_max:
             raise ValueError("need 0 <= wait_min <= wait_max")
 
@@ -81,24 +107,67 @@ class RetryPolicy:
         step = min(wait_max, wait_min * 2**(attempt-1)); the wait is uniform in [step/2, step] and
         never below ``wait_min``, so it always lies within [wait_min, wait_max].
         """
-        step = min(self.wait_max, self.wait_min * (2 ** max(0, attempt - 1)))
+        step = min(self.wait_max, self.wait_min * (2 ** max(0, min(attempt, 64) - 1)))
         jitter: float = self.random()
         return float(max(self.wait_min, step / 2 * (1.0 + jitter)))
 
-    def wait_for(self, error: BaseException, *, attempt: int) -> float | None:
+    def retry_after(self, error: BaseException) -> float | None:
+        """The server's ``Retry-After`` on ``error`` (bounded by :attr:`retry_after_max`), if any."""
+        value = getattr(error, "retry_after", None)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
+            return float(min(value, self.retry_after_max))
+        return None
+
+    def wait_for(self, error: BaseException, *, attempt: int, elapsed: float = 0.0) -> float | None:
         """Seconds to wait before retrying after ``error`` ended the ``attempt``-th try, or ``None``."""
-        if attempt >= self.attempts or not is_retryable(error):
+        remaining = self.budget - elapsed
+        if not is_retryable(error) or remaining <= 0:
             return None
-        retry_after = getattr(error, "retry_after", None)
-        if isinstance(retry_after, (int, float)) and retry_after >= 0:
-            # The server knows its load better than our back-off does; obey it, bounded.
-            return float(min(retry_after, self.retry_after_max))
-        return self.backoff(attempt)
+        wait = min(self.backoff(attempt), remaining)
+        server = self.retry_after(error)
+        if server is not None:
+            if server > remaining:
+                return None  # the server will not be back within the budget
+            wait = max(wait, server)
+        return wait
 
 
-def describe_retry(error: KubeApiError, *, attempt: int, wait: float) -> str:
-    """Log line for a retry, e.g. ``attempt 2 failed (503 ServiceUnavailable …); retrying in 2.3 s``."""
-    return f"attempt {attempt} failed ({error.message}); retrying in {wait:.1f} s"
+@dataclass
+class Outage:
+    """One run of failures, measured from its first failure; shared by the steps of a watch loop so
+    a relist that fails after the loop's own reconnects does not start a fresh budget."""
+
+    started: float | None = None
+    attempts: int = 0
+
+    def failed(self, clock: Callable[[], float]) -> tuple[int, float]:
+        """Count a failure; return (attempt number, seconds since the run began)."""
+        now = clock()
+        if self.started is None:
+            self.started = now
+        self.attempts += 1
+        return self.attempts, now - self.started
+
+    def over(self) -> None:
+        """A request succeeded: the next failure starts a new run."""
+        self.started = None
+        self.attempts = 0
 
 
-__all__ = ["RETRYABLE_SERVER_STATUSES", "RetryPolicy", "describe_retry", "is_retryable"]
+def describe_retry(error: KubeApiError, *, attempt: int, wait: float, elapsed: float, budget: float) -> str:
+    """Log line for a back-off step, e.g. ``attempt 2 failed (503 ServiceUnavailable …); retrying in
+    2.3 s (4 s of the 180 s outage budget used)``."""
+    return (
+        f"attempt {attempt} failed ({error.message}); retrying in {wait:.1f} s "
+        f"({elapsed:.0f} s of the {budget:g} s outage budget used)"
+    )
+
+
+__all__ = [
+    "DEFAULT_OUTAGE_BUDGET",
+    "RETRYABLE_SERVER_STATUSES",
+    "Outage",
+    "RetryPolicy",
+    "describe_retry",
+    "is_retryable",
+]

@@ -56,11 +56,6 @@ class WatchSettings:
     enough to avoid a hot loop against a server that closes at once, too short to miss anything
     (we resume from the RV)."""
 
-    max_consecutive_failures: int = 10
-    """Failed (re)connects in a row before the watch gives up and raises.  Each is spaced by the
-    retry policy's back-off (capped at 15 s), so ~2 minutes of outage are ridden out — longer
-    than an API server rollout, shorter than the task timeouts users set."""
-
     poll_interval: float = 10.0
     """Polling period when the ``watch`` verb is forbidden: the KubernetesJobTrigger's 10 s.
     Two requests per job per poll = 12 per job per minute, the price of not being allowed to
