@@ -1,4 +1,4 @@
-"""Shared set-up for the hook tests: one sandbox per module with the real TFJob CRD applied."""
+"""Shared set-up for the hook tests: one sandbox per module (TFJobs validated by the CRD it installs)."""
 
 from __future__ import annotations
 
@@ -11,21 +11,7 @@ import yaml
 from tfjob_sandbox import Sandbox
 from tfjob_sandbox.testing import running_sandbox, sync_api_client, unique_name
 
-from tests.reference_crd import REFERENCE_CRD as REAL_TFJOB_CRD
-
 FAST_OPTIONS: dict[str, Any] = {"backoff_initial": 0.2, "backoff_cap": 1.0}
-
-
-def apply_real_crd(sandbox: Sandbox) -> None:
-    """Apply ``shared/crds/kubeflow.org_tfjobs.yaml`` so the API validates TFJobs with its real schema."""
-    from kubernetes import client
-
-    api = sync_api_client(sandbox)
-    try:
-        crd = yaml.safe_load(REAL_TFJOB_CRD.read_text())
-        client.ApiextensionsV1Api(api).create_custom_resource_definition(crd)
-    finally:
-        api.close()
 
 
 def create_namespace(sandbox: Sandbox, name: str | None = None) -> str:
@@ -43,7 +29,6 @@ def create_namespace(sandbox: Sandbox, name: str | None = None) -> str:
 @pytest.fixture(scope="module")
 def hook_sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
     with running_sandbox(workdir=tmp_path_factory.mktemp("pods"), **FAST_OPTIONS) as sandbox:
-        apply_real_crd(sandbox)
         yield sandbox
 
 

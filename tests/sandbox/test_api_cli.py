@@ -124,6 +124,9 @@ def test_state_dir_survives_a_restart(tmp_path: Path) -> None:
         "kubeflow.org", "v1", "default", "tfjobs", tfjob_manifest("kept", runPolicy={"suspend": True})
     )
     before = int(core_v1.list_namespaced_pod("default").metadata.resource_version)
+    crd_uid = (
+        client.ApiextensionsV1Api(api).read_custom_resource_definition("tfjobs.kubeflow.org").metadata.uid
+    )
     api.close()
     assert first.terminate()[0] == 0
 
@@ -144,9 +147,27 @@ def test_state_dir_survives_a_restart(tmp_path: Path) -> None:
             "default", {"metadata": {"name": "after"}, "spec": {"ports": [{"port": 1}]}}
         )
         assert int(fresh.metadata.resource_version) > before
+        (crd,) = client.ApiextensionsV1Api(api).list_custom_resource_definition().items
+        assert crd.metadata.uid == crd_uid  # the restored CRD, not a second install
         api.close()
     finally:
         assert second.terminate()[0] == 0
+
+
+def test_no_tfjob_crd_serves_schemaless_tfjobs(tmp_path: Path) -> None:
+    sandbox = _start(tmp_path, "--no-tfjob-crd")
+    try:
+        api = sandbox.api()
+        assert client.ApiextensionsV1Api(api).list_custom_resource_definition().items == []
+        loose = tfjob_manifest("loose")
+        loose["spec"]["notInTheSchema"] = 1
+        created = client.CustomObjectsApi(api).create_namespaced_custom_object(
+            "kubeflow.org", "v1", "default", "tfjobs", loose
+        )
+        assert created["spec"]["notInTheSchema"] == 1
+        api.close()
+    finally:
+        assert sandbox.terminate()[0] == 0
 
 
 def test_remote_bind_is_refused_without_allow_remote(tmp_path: Path) -> None:

@@ -1,9 +1,10 @@
-"""The real TFJob CRD applied to the sandbox: schema pruning, defaults, validation and fieldValidation.
+"""The TFJob CRD the sandbox installs at start: schema pruning, defaults, validation and fieldValidation.
 
-The CRD is read from ``<repo>/../shared/crds/`` (never copied into the project).  With it applied,
-a misspelt field is rejected under ``fieldValidation=Strict`` (kube-apiserver answers 400
-BadRequest "strict decoding error"), reported in a ``Warning`` header under ``Warn`` (the
-server default) and silently pruned under ``Ignore``.
+The CRD is the project's own (``tfjob_sandbox/crds/tfjobs.yaml``), stored when the sandbox
+starts as on a cluster with the training operator installed.  With it, a misspelt field is
+rejected under ``fieldValidation=Strict`` (kube-apiserver answers 400 BadRequest "strict decoding
+error"), reported in a ``Warning`` header under ``Warn`` (the server default) and silently pruned
+under ``Ignore``; ``tfjob_crd=False`` starts a sandbox whose TFJobs are schemaless.
 """
 
 from __future__ import annotations
@@ -13,13 +14,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 from tfjob_sandbox import Sandbox
 from tfjob_sandbox.testing import running_sandbox, sync_api_client, tfjob_manifest
-
-from tests.reference_crd import REFERENCE_CRD as REAL_TFJOB_CRD
+from tfjob_sandbox.tfjob_crd import tfjob_crd
 
 GROUP, VERSION, PLURAL = "kubeflow.org", "v1", "tfjobs"
 MISSPELT_PATH = "spec.tfReplicaSpecs.Worker.template.spec.containers[0].imagePullPolicyy"
@@ -29,8 +28,6 @@ MISSPELT_PATH = "spec.tfReplicaSpecs.Worker.template.spec.containers[0].imagePul
 def crd_sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Sandbox, Any]]:
     with running_sandbox(workdir=tmp_path_factory.mktemp("pods")) as sb:
         api = sync_api_client(sb)
-        crd = yaml.safe_load(REAL_TFJOB_CRD.read_text())
-        client.ApiextensionsV1Api(api).create_custom_resource_definition(crd)
         yield sb, api
         api.close()
 
@@ -48,9 +45,13 @@ def _create_raw(api: Any, manifest: dict[str, Any], **query: str) -> Any:
     )
 
 
-def test_crd_is_established_and_discoverable(crd_sandbox: tuple[Sandbox, Any]) -> None:
+def test_crd_is_installed_at_start_established_and_discoverable(crd_sandbox: tuple[Sandbox, Any]) -> None:
     _, api = crd_sandbox
-    crd = client.ApiextensionsV1Api(api).read_custom_resource_definition("tfjobs.kubeflow.org")
+    extensions = client.ApiextensionsV1Api(api)
+    listed = extensions.list_custom_resource_definition(_preload_content=False)
+    (stored,) = json.loads(listed.data)["items"]
+    assert stored["spec"] == tfjob_crd()["spec"]
+    crd = extensions.read_custom_resource_definition("tfjobs.kubeflow.org")
     conditions = {c.type: c.status for c in crd.status.conditions}
     assert conditions == {"NamesAccepted": "True", "Established": "True"}
     resources = client.CustomObjectsApi(api).get_api_resources(GROUP, VERSION).resources
@@ -167,11 +168,54 @@ def test_status_updates_are_validated_and_pruned_too(crd_sandbox: tuple[Sandbox,
         sandbox.start_operator()
 
 
+def test_enums_replica_keys_and_bounds_of_the_project_crd(crd_sandbox: tuple[Sandbox, Any]) -> None:
+    _, api = crd_sandbox
+    manifest = tfjob_manifest("enums", runPolicy={"cleanPodPolicy": "Sometimes", "backoffLimit": -1})
+    manifest["spec"]["successPolicy"] = "AnyWorker"
+    worker = manifest["spec"]["tfReplicaSpecs"]["Worker"]
+    worker["restartPolicy"], worker["replicas"] = "Maybe", -2
+    with pytest.raises(ApiException) as error:
+        _create_raw(api, manifest)
+    causes = {cause["field"]: cause for cause in json.loads(error.value.body)["details"]["causes"]}
+    assert causes["spec.tfReplicaSpecs.Worker.restartPolicy"]["message"] == (
+        'Unsupported value: "Maybe": supported values: "Always", "OnFailure", "Never", "ExitCode"'
+    )
+    assert causes["spec.runPolicy.cleanPodPolicy"]["reason"] == "FieldValueNotSupported"
+    assert causes["spec.successPolicy"]["message"] == (
+        'Unsupported value: "AnyWorker": supported values: "", "AllWorkers"'
+    )
+    assert "greater than or equal to 0" in causes["spec.tfReplicaSpecs.Worker.replicas"]["message"]
+    assert "greater than or equal to 0" in causes["spec.runPolicy.backoffLimit"]["message"]
+    unknown_type = tfjob_manifest("parameter-server")
+    replica_specs = unknown_type["spec"]["tfReplicaSpecs"]
+    replica_specs["ParameterServer"] = replica_specs["Worker"]
+    with pytest.raises(ApiException) as strict:
+        _create_raw(api, unknown_type, field_validation="Strict")
+    assert json.loads(strict.value.body)["message"] == (
+        'strict decoding error: unknown field "spec.tfReplicaSpecs.ParameterServer"'
+    )
+
+
+def test_without_the_crd_tfjobs_are_schemaless(tmp_path: Any) -> None:
+    with running_sandbox(workdir=tmp_path / "pods", tfjob_crd=False) as sb:
+        api = sync_api_client(sb)
+        extensions = client.ApiextensionsV1Api(api)
+        assert extensions.list_custom_resource_definition().items == []
+        created = json.loads(_create_raw(api, _misspelt("loose"), field_validation="Strict").data)
+        container = created["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+        assert container["imagePullPolicyy"] == "Always"
+        made = extensions.create_custom_resource_definition(tfjob_crd())
+        assert made.metadata.name == "tfjobs.kubeflow.org"
+        with pytest.raises(ApiException) as error:
+            _create_raw(api, _misspelt("checked"), field_validation="Strict")
+        assert error.value.status == 400
+        api.close()
+
+
 def test_deleting_the_crd_deletes_its_objects_but_tfjobs_stay_served(tmp_path: Any) -> None:
     with running_sandbox(workdir=tmp_path / "pods") as sb:
         api = sync_api_client(sb)
         extensions = client.ApiextensionsV1Api(api)
-        extensions.create_custom_resource_definition(yaml.safe_load(REAL_TFJOB_CRD.read_text()))
         tfjobs = client.CustomObjectsApi(api)
         tfjobs.create_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, tfjob_manifest("doomed"))
         extensions.delete_custom_resource_definition("tfjobs.kubeflow.org")

@@ -11,14 +11,14 @@ import json
 import os
 import shutil
 import subprocess
+from importlib import resources
 from pathlib import Path
 
 import pytest
 import yaml
 from tfjob_sandbox import Sandbox
 from tfjob_sandbox.testing import tfjob_manifest, wait_for
-
-from tests.reference_crd import REFERENCE_CRD as REAL_TFJOB_CRD
+from tfjob_sandbox.tfjob_crd import TFJOB_CRD_FILE
 
 KUBECTL = shutil.which("kubectl")
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed on this machine")
@@ -64,9 +64,11 @@ def test_kubectl_apply_get_logs_describe_delete(module_sandbox: Sandbox, tmp_pat
     assert [item["metadata"]["name"] for item in listed["items"]] == []
 
 
-def test_kubectl_applies_the_real_crd_and_validates_strictly(tmp_path: Path) -> None:
-    with Sandbox(workdir=tmp_path / "pods") as sandbox:
-        crd = _kubectl(sandbox, "apply", "-f", str(REAL_TFJOB_CRD))
+def test_kubectl_applies_the_project_crd_and_validates_strictly(tmp_path: Path) -> None:
+    crd_file = tmp_path / "tfjobs.yaml"
+    crd_file.write_text(resources.files("tfjob_sandbox").joinpath(TFJOB_CRD_FILE).read_text(encoding="utf-8"))
+    with Sandbox(workdir=tmp_path / "pods", tfjob_crd=False) as sandbox:
+        crd = _kubectl(sandbox, "apply", "-f", str(crd_file))
         assert "customresourcedefinition.apiextensions.k8s.io/tfjobs.kubeflow.org created" in crd.stdout
         manifest = tfjob_manifest("typo")
         manifest["spec"]["tfReplicaSpecs"]["Worker"]["replica"] = 2  # misspelt "replicas"

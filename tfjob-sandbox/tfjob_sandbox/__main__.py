@@ -52,6 +52,12 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--workdir", type=Path, help="pod working directories and logs (default: temp or state dir)"
     )
+    serve.add_argument(
+        "--no-tfjob-crd",
+        dest="tfjob_crd",
+        action="store_false",
+        help="do not install the TFJob CRD at start: TFJobs are served without schema validation",
+    )
     serve.add_argument("--log-level", default="WARNING", help="Python logging level for stderr")
     return parser
 
@@ -95,6 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         workdir=args.workdir,
         allow_remote=args.allow_remote,
         kubeconfig_path=args.kubeconfig,
+        tfjob_crd=args.tfjob_crd,
     )
     try:
         options.check()

@@ -4,8 +4,9 @@ Like apiextensions-apiserver, the sandbox checks a CRD's basic structure on admi
 ``Established``, serves each served version under ``/apis/<group>/<version>/<plural>``, and from
 then on prunes/defaults/validates objects of that resource against the storage version's
 ``openAPIV3Schema`` (honouring ``fieldValidation``).  Deleting the CRD deletes its objects.
-TFJobs are served before any CRD exists (without schema validation); the TFJob CRD only adds the
-schema, and deleting it leaves TFJobs served but schemaless.
+TFJobs are served even without a CRD (schemaless); the TFJob CRD (the runtime installs the
+package's own at start, :mod:`tfjob_sandbox.tfjob_crd`) adds the schema, and deleting it leaves
+TFJobs served but schemaless.
 """
 
 from __future__ import annotations

@@ -2,9 +2,10 @@
 
 Both ways of running the sandbox — the in-process :class:`~tfjob_sandbox.Sandbox`
 (loop in a background thread) and ``python -m tfjob_sandbox serve`` (loop in the main
-thread) — build the same :class:`SandboxRuntime`: the store with CRD support and persistence,
-the training-operator emulation and its admission webhook, the kubelet, TLS credentials, the
-API server and the kubeconfig.  :meth:`SandboxRuntime.stop` stops every process it started.
+thread) — build the same :class:`SandboxRuntime`: the store with CRD support (and the TFJob
+CRD) and persistence, the training-operator emulation and its admission webhook, the kubelet,
+TLS credentials, the API server and the kubeconfig.  :meth:`SandboxRuntime.stop` stops every
+process it started.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from tfjob_sandbox.rbac import RbacPolicy
 from tfjob_sandbox.resources import Registry
 from tfjob_sandbox.server import ApiServer
 from tfjob_sandbox.store import Store
+from tfjob_sandbox.tfjob_crd import install_tfjob_crd
 from tfjob_sandbox.tls import generate_credentials
 from tfjob_sandbox.webhook import register_tfjob_admission
 
@@ -57,6 +59,9 @@ class SandboxOptions:
     :param allow_remote: permit binding a non-loopback address.
     :param kubeconfig_path: where to write the kubeconfig (default: inside the sandbox's directory).
     :param serve_tfjobs: serve ``kubeflow.org/v1 tfjobs`` before any CRD is applied.
+    :param tfjob_crd: install the package's TFJob CRD at start, as a cluster with the training
+        operator has it, so TFJobs are pruned, defaulted and validated; ``False`` serves them
+        schemaless until a CRD is applied (ignored with ``serve_tfjobs=False``).
     :param fault_seed: seed for rate-based API faults.
     """
 
@@ -76,6 +81,7 @@ class SandboxOptions:
     allow_remote: bool = False
     kubeconfig_path: Path | None = None
     serve_tfjobs: bool = True
+    tfjob_crd: bool = True
     fault_seed: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -116,6 +122,8 @@ class SandboxRuntime:
         if self.persister is not None:
             self.persister.load()
         register_tfjob_admission(self.store)
+        if options.serve_tfjobs and options.tfjob_crd:
+            install_tfjob_crd(self.store)
         #: Loopback ports the operator reserves and the kubelet releases to the pods' processes.
         self.ports = PortReservations() if options.loopback_tf_config else None
         self.kubelet = Kubelet(

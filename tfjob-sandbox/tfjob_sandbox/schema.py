@@ -1,6 +1,6 @@
 """A small structural-schema engine: what kube-apiserver does with a CRD's ``openAPIV3Schema``.
 
-Once the real TFJob CRD is applied, the sandbox must treat TFJobs the way a cluster with that CRD
+With the TFJob CRD installed, the sandbox must treat TFJobs the way a cluster with that CRD
 does: drop (prune) fields the schema does not declare — reporting them for
 ``fieldValidation=Strict|Warn`` — drop ``null`` where the schema is not nullable, fill CRD
 ``default`` values, and reject values of the wrong type, outside an ``enum``, not matching a

@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 
 AdminHandler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
-#: Request bodies up to this size are accepted (the real TFJob CRD is ~0.6 MB as JSON).
+#: Request bodies up to this size are accepted (a TFJob CRD with descriptions is ~0.6 MB as JSON).
 MAX_BODY_BYTES = 16 * 1024 * 1024
 _HEALTH_PATHS = ("/healthz", "/livez", "/readyz")
 
