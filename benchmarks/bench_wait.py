@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import wait_scale
 from tfjob_sandbox.kubeconfig import connection_json
 
 from demo.processes import ProcessGroupSet, new_run_marker
@@ -286,13 +287,32 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1, help="Worker replicas per job (besides the Chief)")
     parser.add_argument("--steady", type=float, default=60.0, help="seconds of the steady-state window")
     parser.add_argument("--release-rate", type=float, default=50.0, help="chiefs released per second")
+    parser.add_argument(
+        "--scale", type=int, nargs="+", help="scale mode (benchmarks/wait_scale.py): N scripted jobs per run"
+    )
+    parser.add_argument(
+        "--namespaces", type=int, default=1, help="scale mode: spread the jobs over K namespaces"
+    )
+    parser.add_argument("--burst", action="store_true", help="scale mode: end all chiefs within one second")
     parser.add_argument("--submit", type=Path, help=argparse.SUPPRESS)  # internal: the child's job
+    parser.add_argument("--submit-scripted", type=Path, help=argparse.SUPPRESS)  # internal: scale mode
     args = parser.parse_args()
     if args.submit is not None:
         submit_and_wait(args.submit, args.workers)
         return
+    if args.submit_scripted is not None:
+        wait_scale.submit_scripted(args.submit_scripted)
+        return
     os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="bench-wait-airflow-"))
     os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+    if args.scale:
+        print("bench_wait --scale: wall-clock figures are noisy while other work shares the machine.\n")
+        for jobs in args.scale:
+            figures = wait_scale.run_scale(
+                jobs, namespaces=args.namespaces, steady=args.steady, rate=args.release_rate, burst=args.burst
+            )
+            wait_scale.report_scale(figures)
+        return
     print("bench_wait: wall-clock figures are noisy while other work shares the machine.\n")
     for jobs in args.jobs:
         report(run(jobs, workers=args.workers, steady=args.steady, rate=args.release_rate))

@@ -190,7 +190,7 @@ def test_admin_endpoints_drive_the_same_faults(faulty: Sandbox, core: client.Cor
         {
             "metadata": {
                 "name": "hollow",
-                "annotations": {"tfjob-sandbox/script": '{"steps": [{"run": 0}]}'},
+                "annotations": {"tfjob-sandbox/script": "{}"},
             },
             "spec": {
                 "restartPolicy": "Never",
@@ -199,9 +199,16 @@ def test_admin_endpoints_drive_the_same_faults(faulty: Sandbox, core: client.Cor
         },
     )
     deadline = time.monotonic() + 20
-    while "default/hollow/tensorflow" not in admin.scripted_exits() and time.monotonic() < deadline:
-        time.sleep(0.1)
+    while admin.end_scripted([("default", "hollow")], exit_code=3) == 0 and time.monotonic() < deadline:
+        time.sleep(0.1)  # until the pod runs (after its failed pull)
     assert abs(admin.scripted_exits()["default/hollow/tensorflow"] - time.time()) < 20
+    deadline = time.monotonic() + 20
+    while (
+        core.read_namespaced_pod("hollow", "default").status.phase != "Failed" and time.monotonic() < deadline
+    ):
+        time.sleep(0.1)
+    terminated = core.read_namespaced_pod("hollow", "default").status.container_statuses[0].state.terminated
+    assert terminated is not None and terminated.exit_code == 3
     pull_errors = [e.message for e in core.list_namespaced_event("default").items if e.reason == "Failed"]
     assert any("i/o timeout" in message for message in pull_errors)
     with pytest.raises(Exception, match="rate-limited"):

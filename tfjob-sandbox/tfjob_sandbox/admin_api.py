@@ -39,6 +39,7 @@ class AdminApi:
             ("GET", "/status"): self._status,
             ("GET", "/requests"): self._request_counts,
             ("GET", "/scripted-exits"): self._scripted_exits,
+            ("POST", "/scripted/end"): self._end_scripted,
             ("DELETE", "/requests"): self._reset_request_counts,
             ("GET", "/faults/api"): self._list_api_faults,
             ("POST", "/faults/api"): self._add_api_fault,
@@ -86,6 +87,16 @@ class AdminApi:
 
     async def _scripted_exits(self, params: dict[str, Any]) -> dict[str, Any]:
         return {"exits": dict(self.runtime.kubelet.scripted_exit_times)}
+
+    async def _end_scripted(self, params: dict[str, Any]) -> dict[str, Any]:
+        pods = _required(params, "pods")
+        if not isinstance(pods, list):
+            raise ApiError(400, "BadRequest", "pods must be a list of [namespace, name] pairs")
+        code = int(params.get("exitCode", 0))
+        ended = sum(
+            self.runtime.kubelet.end_scripted(str(ns), str(name), exit_code=code) for ns, name in pods
+        )
+        return {"ended": ended}
 
     async def _reset_request_counts(self, params: dict[str, Any]) -> dict[str, Any]:
         self.runtime.server.requests.reset()

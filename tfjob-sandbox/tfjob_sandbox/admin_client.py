@@ -121,6 +121,11 @@ class SandboxAdminClient:
         """When each scripted container last ended (Unix time), by "namespace/pod/container"."""
         return {key: float(value) for key, value in self._call("GET", "/scripted-exits")["exits"].items()}
 
+    def end_scripted(self, pods: list[tuple[str, str]], *, exit_code: int = 0) -> int:
+        """End the running scripted containers of these (namespace, pod) pairs now; how many ended."""
+        body = {"pods": [list(pair) for pair in pods], "exitCode": exit_code}
+        return int(self._call("POST", "/scripted/end", body)["ended"])
+
     def reset_request_counts(self) -> None:
         self._call("DELETE", "/requests")
 

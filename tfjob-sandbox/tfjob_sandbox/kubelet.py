@@ -359,6 +359,17 @@ class Kubelet:
         self._unpullable[image] = [cause, failures]
         self._present_images.discard(image)
 
+    def end_scripted(self, namespace: str, pod: str, *, exit_code: int = 0) -> int:
+        """End the running scripted app containers of ``pod`` now with ``exit_code`` (a test
+        facility: a benchmark decides when each job finishes).  Returns how many were ended."""
+        record = self._record(namespace, pod)
+        ended = 0
+        for container in record.app_containers if record is not None else []:
+            if isinstance(container.process, ScriptedProcess) and container.process.running:
+                container.process.exit(exit_code)
+                ended += 1
+        return ended
+
     def set_unschedulable(self, unschedulable: bool = True) -> None:
         """Cordon (or uncordon) the node: new pods stay Pending with PodScheduled=False."""
         self._unschedulable = unschedulable

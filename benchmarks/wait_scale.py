@@ -1,0 +1,289 @@
+"""The scale mode of ``bench_wait.py``: thousands of deferred waits on scripted pods (issue 12).
+
+A triggerer holds up to ``[triggerer] capacity`` triggers (1,000 by default, often raised), so
+the wait must hold at 10,000: notice each finished job within milliseconds, cost the API server
+nothing while jobs run, and keep the triggerer's memory bounded.  Process pods cap the sandbox at
+a few hundred, so every pod here is *scripted* (``tfjob-sandbox/script``: a timer in the sandbox,
+no process) and each chief is ended through the sandbox's admin API (``/scripted/end``); the
+sandbox records the exit instant to the microsecond (``/scripted-exits``), the trigger side the
+instant its event arrives.  One run:
+
+1. the sandbox CLI in its own process; a child process submits N TFJobs (Chief + Worker, both
+   scripted to run until ended) over ``--namespaces`` namespaces and waits until all 2N pods run;
+2. this process (the "triggerer") runs N :class:`~tfjob_provider.triggers.tfjob.TFJobTrigger` in
+   one asyncio loop, as the triggerer does, until every one waits on its shared watch;
+3. a steady window: API requests (the sandbox's counters), CPU and RSS of both processes;
+4. the chiefs are ended at ``--release-rate`` per second (or, with ``--burst``, 1,000 of them
+   within one second) and each job's detection latency is exit → trigger event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SCRIPT_ANNOTATION = "tfjob-sandbox/script"
+
+
+def job_names(jobs: int, namespaces: int) -> list[tuple[str, str]]:
+    """(namespace, name) of each job, spread round-robin over the namespaces."""
+    spaces = ["default"] if namespaces <= 1 else [f"team-{index:03d}" for index in range(namespaces)]
+    return [(spaces[index % len(spaces)], f"scale-{index:05d}") for index in range(jobs)]
+
+
+def submit_scripted(names_file: Path) -> None:
+    """The child's part: create the TFJobs (both replicas scripted) and wait until every pod runs."""
+    from kubernetes import client, config
+    from tfjob_sandbox.admin_client import SandboxAdminClient
+
+    from tfjob_provider.hooks.tfjob import TFJobHook
+    from tfjob_provider.kube.ratelimit import RateLimit
+    from tfjob_provider.manifest import build_tfjob
+
+    names = [tuple(pair) for pair in json.loads(names_file.read_text())]
+    admin = SandboxAdminClient.from_kubeconfig(Path(os.environ["BENCH_KUBECONFIG"]))
+    core = client.CoreV1Api(config.new_client_from_config(config_file=os.environ["BENCH_KUBECONFIG"]))
+    hook = TFJobHook(rate_limit=RateLimit(rate=5000.0, burst=5000))
+    started = time.monotonic()
+    uids: dict[str, str] = {}
+    for namespace, name in names:
+        manifest = build_tfjob(
+            name=name,
+            namespace=namespace,
+            image="tf:2.15",
+            command=["train"],
+            chief=1,
+            worker=1,
+            pod_annotations={SCRIPT_ANNOTATION: "{}"},  # run until the benchmark ends them
+        )
+        created = hook.client.create_tfjob(manifest, namespace=namespace)
+        uids[f"{namespace}/{name}"] = str(created["metadata"]["uid"])
+    submitted = time.monotonic() - started
+    wanted = 2 * len(names)
+    deadline = time.monotonic() + 1800
+    while time.monotonic() < deadline:
+        pods = int(admin.status()["objects"].get("core/pods", 0))
+        waiting = core.list_pod_for_all_namespaces(field_selector="status.phase!=Running", limit=1)
+        if pods >= wanted and not waiting.items:
+            break
+        time.sleep(5.0)
+    else:
+        raise RuntimeError(f"not all {wanted} scripted pods started")
+    hook.client.close()
+    (names_file.parent / "uids.json").write_text(
+        json.dumps({"uids": uids, "submit_s": submitted, "running_s": time.monotonic() - started})
+    )
+
+
+@dataclass
+class ScaleFigures:
+    jobs: int
+    namespaces: int
+    burst: bool
+    submit_s: float
+    running_s: float
+    statuses: dict[str, int]
+    latencies: list[float]
+    steady_seconds: float
+    steady_requests: int
+    rss_base_mb: float
+    rss_waiting_mb: float
+    cpu_steady_s: float
+    cpu_release_s: float
+    release_seconds: float
+    sandbox_cpu_steady_s: float
+    sandbox_cpu_release_s: float
+    sandbox_rss_mb: float
+    watches: int
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _cpu() -> float:
+    times = os.times()
+    return times.user + times.system
+
+
+def _rss_mb(pid: int | None = None) -> float:
+    import psutil
+
+    return float(psutil.Process(pid).memory_info().rss) / 2**20
+
+
+def _proc_cpu(pid: int) -> float:
+    import psutil
+
+    times = psutil.Process(pid).cpu_times()
+    return float(times.user + times.system)
+
+
+async def _measure(
+    names: list[tuple[str, str]],
+    uids: dict[str, str],
+    *,
+    kubeconfig: Path,
+    sandbox_pid: int,
+    steady: float,
+    rate: float,
+    burst: bool,
+) -> dict[str, Any]:
+    from tfjob_sandbox.admin_client import SandboxAdminClient
+
+    from tfjob_provider.hooks.tfjob import TFJobHook, close_async_clients
+    from tfjob_provider.kube.shared_watch import SharedJobWatch
+    from tfjob_provider.triggers.tfjob import TFJobTrigger
+
+    admin = SandboxAdminClient.from_kubeconfig(kubeconfig)
+    client = await TFJobHook().get_async_client()
+    rss_base = _rss_mb()
+    received: dict[str, float] = {}
+    statuses: dict[str, int] = {}
+
+    async def wait_on(namespace: str, name: str) -> None:
+        trigger = TFJobTrigger(name=name, namespace=namespace, uid=uids[f"{namespace}/{name}"])
+        event = await anext(trigger.run())
+        received[f"{namespace}/{name}"] = time.time()
+        status = str(event.payload["status"])
+        statuses[status] = statuses.get(status, 0) + 1
+
+    tasks = [asyncio.ensure_future(wait_on(namespace, name)) for namespace, name in names]
+    spaces = sorted({namespace for namespace, _ in names})
+    while True:  # every trigger subscribed to a ready shared watch
+        watches = [SharedJobWatch.active(client, namespace) for namespace in spaces]
+        subscribed = sum(len(w.subscribers) for w in watches if w is not None and w.ready)
+        if subscribed == len(names):
+            break
+        if any(task.done() for task in tasks):
+            failed = next(task for task in tasks if task.done())
+            raise RuntimeError(f"a trigger ended before any job finished: {failed.result()!r} {statuses}")
+        await asyncio.sleep(0.5)
+    await asyncio.sleep(2.0)
+
+    await asyncio.to_thread(admin.reset_request_counts)
+    cpu_start, sandbox_start, window_start = _cpu(), _proc_cpu(sandbox_pid), time.monotonic()
+    await asyncio.sleep(steady)
+    rows = await asyncio.to_thread(admin.request_counts)
+    window = time.monotonic() - window_start
+    cpu_steady, sandbox_steady = _cpu() - cpu_start, _proc_cpu(sandbox_pid) - sandbox_start
+    rss_waiting, sandbox_rss = _rss_mb(), _rss_mb(sandbox_pid)
+    open_watches = int((await asyncio.to_thread(admin.status))["openWatches"])
+
+    cpu_release_start, sandbox_release_start, release_start = _cpu(), _proc_cpu(sandbox_pid), time.monotonic()
+    pods = [(namespace, f"{name}-chief-0") for namespace, name in names]
+    if burst:
+        batch, pause = max(1, len(pods) // 10), 0.1  # all of them within one second
+    else:
+        batch, pause = max(1, round(rate / 10)), 0.1
+    for start in range(0, len(pods), batch):
+        began = time.monotonic()
+        await asyncio.to_thread(admin.end_scripted, pods[start : start + batch])
+        await asyncio.sleep(max(0.0, pause - (time.monotonic() - began)))
+    release_seconds = time.monotonic() - release_start
+    await asyncio.wait_for(asyncio.gather(*tasks), timeout=600)
+    cpu_release, sandbox_release = _cpu() - cpu_release_start, _proc_cpu(sandbox_pid) - sandbox_release_start
+    exits = await asyncio.to_thread(admin.scripted_exits)
+    await close_async_clients()
+    latencies = [
+        received[f"{namespace}/{name}"] - exits[f"{namespace}/{name}-chief-0/tensorflow"]
+        for namespace, name in names
+    ]
+    return {
+        "statuses": statuses,
+        "latencies": latencies,
+        "steady_seconds": window,
+        "steady_requests": sum(int(row["count"]) for row in rows),
+        "rss_base_mb": rss_base,
+        "rss_waiting_mb": rss_waiting,
+        "cpu_steady_s": cpu_steady,
+        "cpu_release_s": cpu_release,
+        "release_seconds": release_seconds,
+        "sandbox_cpu_steady_s": sandbox_steady,
+        "sandbox_cpu_release_s": sandbox_release,
+        "sandbox_rss_mb": sandbox_rss,
+        "watches": open_watches,
+    }
+
+
+def run_scale(jobs: int, *, namespaces: int, steady: float, rate: float, burst: bool) -> ScaleFigures:
+    import tempfile
+
+    from tfjob_sandbox.kubeconfig import connection_json
+
+    from demo.processes import ProcessGroupSet, new_run_marker
+    from demo.sandbox_process import start_sandbox
+
+    with tempfile.TemporaryDirectory(prefix="bench-wait-scale-") as temp:
+        workdir = Path(temp)
+        with ProcessGroupSet(marker=new_run_marker()) as processes:
+            sandbox = start_sandbox(processes, directory=workdir, env=dict(os.environ), fast_restarts=False)
+            os.environ["AIRFLOW_CONN_KUBERNETES_DEFAULT"] = connection_json(sandbox.kubeconfig)
+            os.environ["BENCH_KUBECONFIG"] = str(sandbox.kubeconfig)
+            names = job_names(jobs, namespaces)
+            names_file = workdir / "names.json"
+            names_file.write_text(json.dumps(names))
+            subprocess.run(
+                [
+                    sys.executable,
+                    str(Path(__file__).with_name("bench_wait.py")),
+                    "--submit-scripted",
+                    str(names_file),
+                ],
+                check=True,
+            )
+            submitted = json.loads((workdir / "uids.json").read_text())
+            seen = asyncio.run(
+                _measure(
+                    names,
+                    submitted["uids"],
+                    kubeconfig=sandbox.kubeconfig,
+                    sandbox_pid=sandbox.process.pid,
+                    steady=steady,
+                    rate=rate,
+                    burst=burst,
+                )
+            )
+            return ScaleFigures(
+                jobs=jobs,
+                namespaces=max(1, namespaces),
+                burst=burst,
+                submit_s=float(submitted["submit_s"]),
+                running_s=float(submitted["running_s"]),
+                **seen,
+            )
+
+
+def _percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+
+
+def report_scale(figures: ScaleFigures) -> None:
+    minutes = figures.steady_seconds / 60
+    lat = figures.latencies
+    release = "burst: all within 1 s" if figures.burst else f"over {figures.release_seconds:.0f} s"
+    marginal_kib = (figures.rss_waiting_mb - figures.rss_base_mb) * 1024 / figures.jobs
+    print(
+        f"N={figures.jobs} in {figures.namespaces} namespace(s), Chief + Worker scripted, events "
+        f"{figures.statuses}; submitted in {figures.submit_s:.0f} s, all pods running after "
+        f"{figures.running_s:.0f} s\n"
+        f"  detection latency (exits {release}): p50 {statistics.median(lat) * 1000:.1f} ms   "
+        f"p99 {_percentile(lat, 0.99) * 1000:.1f} ms   max {max(lat) * 1000:.1f} ms   (goal p99 < 100 ms)\n"
+        f"  steady ({figures.steady_seconds:.0f} s): {figures.steady_requests} API requests = "
+        f"{figures.steady_requests / figures.jobs / minutes:.4f} requests/job/minute (goal 0); "
+        f"{figures.watches} open watch streams\n"
+        f"  waiting process: RSS {figures.rss_base_mb:.0f} MB before the triggers, "
+        f"{figures.rss_waiting_mb:.0f} MB with them ({marginal_kib:.1f} KiB per waiting job; goal < 400 MB); "
+        f"CPU {figures.cpu_steady_s / (figures.jobs * minutes) * 1000:.2f} s per 1,000 job-minutes "
+        f"({100 * figures.cpu_steady_s / figures.steady_seconds:.1f} % of a core), "
+        f"{figures.cpu_release_s:.1f} s while the jobs finished\n"
+        f"  sandbox process: RSS {figures.sandbox_rss_mb:.0f} MB, CPU "
+        f"{100 * figures.sandbox_cpu_steady_s / figures.steady_seconds:.1f} % of a core while steady, "
+        f"{figures.sandbox_cpu_release_s:.1f} s while the jobs finished"
+    )
