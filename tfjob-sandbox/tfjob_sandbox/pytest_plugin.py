@@ -14,19 +14,27 @@ cluster starts once (about a second) however many tests use it:
     exactly as they would reach a cluster.
 
 Options for the session's sandbox come from ``--tfjob-sandbox-option KEY=VALUE`` (repeatable;
-values are parsed as JSON where they can be, e.g. ``backoff_cap=1.0``).
+values are parsed as JSON where they can be, e.g. ``backoff_cap=1.0`` or ``tfjob_crd=false``),
+checked when pytest starts so a typo stops the run before any test.  The sandbox installs its
+TFJob CRD, so the tests' TFJobs are validated as on a cluster with the training operator.
+
+Why session scope: starting a sandbox takes about a second and a team's DAG tests are many; jobs
+are isolated by name (the operators generate unique names), and a test that needs a broken or
+restarted cluster starts its own ``tfjob_sandbox.Sandbox`` instead.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tfjob_sandbox.cluster import Sandbox
+if TYPE_CHECKING:
+    from tfjob_sandbox.cluster import Sandbox
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -40,12 +48,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+_OPTIONS_KEY = pytest.StashKey[dict[str, Any]]()
+
+
 def _options(config: pytest.Config) -> dict[str, Any]:
     options: dict[str, Any] = {}
-    for item in config.getoption("--tfjob-sandbox-option"):
+    items = config.getoption("--tfjob-sandbox-option")
+    if not items:
+        return options
+    from tfjob_sandbox.runtime import SandboxOptions  # only where asked: every pytest run loads the plugin
+
+    known = {f.name for f in fields(SandboxOptions)} - {"extra"}
+    for item in items:
         key, sep, raw = str(item).partition("=")
         if not sep or not key:
             raise pytest.UsageError(f"--tfjob-sandbox-option takes KEY=VALUE, not {item!r}")
+        if key not in known:
+            raise pytest.UsageError(
+                f"--tfjob-sandbox-option {key}: not a sandbox option; known: {', '.join(sorted(known))}"
+            )
         try:
             options[key] = json.loads(raw)
         except ValueError:
@@ -53,12 +74,19 @@ def _options(config: pytest.Config) -> dict[str, Any]:
     return options
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[_OPTIONS_KEY] = _options(config)
+
+
 @pytest.fixture(scope="session")
 def tfjob_sandbox(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Sandbox]:
     """A sandbox cluster for the whole test session, stopped (with every pod process) at its end."""
-    options = {"workdir": tmp_path_factory.mktemp("tfjob-sandbox"), **_options(request.config)}
+    from tfjob_sandbox.cluster import Sandbox
+
+    configured: dict[str, Any] = request.config.stash[_OPTIONS_KEY]
+    options = {"workdir": tmp_path_factory.mktemp("tfjob-sandbox"), **configured}
     with Sandbox(**options) as sandbox:
         yield sandbox
 
