@@ -54,3 +54,14 @@ def write_kubeconfig(path: Path, *, sandbox: Sandbox, token: str, namespace: str
     )
     path.write_text(yaml.safe_dump(document))
     return path
+
+
+def list_tfjobs(client: Any, *, namespace: str, label_selector: str | None = None) -> list[dict[str, Any]]:
+    """TFJobs of a namespace through the hook's sync transport (the provider itself lists TFJobs
+    only inside its watches, so this one-shot list lives with the tests)."""
+    from tfjob_provider.kube import operations as ops
+    from tfjob_provider.kube import requests as rq
+
+    request = rq.list_tfjobs(namespace=namespace, label_selector=label_selector)
+    body = client.run(ops.call_list(client.session, request))
+    return list(body.get("items") or [])

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from typing import Any
 
 import pytest
@@ -12,6 +11,7 @@ from tfjob_sandbox.testing import tfjob_manifest, unique_name
 
 from tests.integration.async_clients import close_async_clients
 from tfjob_provider.hooks.tfjob import TFJobHook
+from tfjob_provider.kube import operations as ops
 from tfjob_provider.kube.ratelimit import RateLimit
 from tfjob_provider.kube.retry import RetryPolicy
 from tfjob_provider.kube.shared_watch import SharedJobWatch
@@ -44,7 +44,7 @@ def test_one_async_client_per_connection_and_loop(hook_sandbox: Sandbox, default
         first = await TFJobHook().get_async_client()
         second = await TFJobHook().get_async_client()
         assert first is second
-        await first.check_tfjob_served()
+        await first.run(ops.check_tfjob_served(first.session))
         await close_async_clients()
 
     asyncio.run(scenario())
@@ -59,11 +59,11 @@ def test_leases_share_one_client_and_the_last_lease_closes_it(
             async with TFJobHook().async_client_lease() as second:
                 assert first is second
             assert not first.api_client.rest_client.pool_manager.closed  # one lease still holds it
-            await first.check_tfjob_served()
+            await first.run(ops.check_tfjob_served(first.session))
         assert first.api_client.rest_client.pool_manager.closed
         async with hook.async_client_lease() as fresh:
             assert fresh is not first
-            await fresh.check_tfjob_served()
+            await fresh.run(ops.check_tfjob_served(fresh.session))
 
     asyncio.run(scenario())
 
@@ -82,7 +82,7 @@ def test_a_lease_from_before_close_async_clients_leaves_the_new_client_alone(
         new_client = await new_lease.__aenter__()
         await old_lease.__aexit__(None, None, None)  # the stale lease ends while the new one holds
         assert not new_client.api_client.rest_client.pool_manager.closed
-        await new_client.check_tfjob_served()
+        await new_client.run(ops.check_tfjob_served(new_client.session))
         await new_lease.__aexit__(None, None, None)
         assert new_client.api_client.rest_client.pool_manager.closed
         assert old_client is not new_client
@@ -98,15 +98,19 @@ def test_rate_limit_comes_from_the_airflow_config(monkeypatch: pytest.MonkeyPatc
     assert default_rate_limit() == RateLimit(rate=7.5, burst=3)
 
 
-def test_async_watch_job_sees_the_job_succeed_and_relists_after_410(
+def test_shared_watch_sees_the_job_succeed_and_relists_after_410(
     hook_sandbox: Sandbox, namespace: str
 ) -> None:
     async def scenario() -> list[set[str]]:
         client = await async_hook(hook_sandbox).get_async_client()
         name = unique_name("async")
-        await client.create_tfjob(tfjob_manifest(name, command=["sleep", "2"]), namespace=namespace)
+        await client.run(
+            ops.create_tfjob(
+                client.session, tfjob_manifest(name, command=["sleep", "2"]), namespace=namespace
+            )
+        )
         seen: list[set[str]] = []
-        async with contextlib.aclosing(client.watch_job(name, namespace=namespace)) as snapshots:
+        async with SharedJobWatch.subscribe(client, name=name, namespace=namespace) as snapshots:
             async for snapshot in snapshots:
                 seen.append(phases(snapshot))
                 if len(seen) == 1:
@@ -115,7 +119,7 @@ def test_async_watch_job_sees_the_job_succeed_and_relists_after_410(
                 if "Succeeded" in seen[-1]:
                     break
         assert (await client.get_tfjob(name, namespace=namespace))["metadata"]["name"] == name
-        tail = await client.read_log_tail(f"{name}-worker-0", namespace=namespace)
+        tail = await client.run(ops.read_log_tail(client.session, f"{name}-worker-0", namespace=namespace))
         assert isinstance(tail, str)
         await close_async_clients()
         return seen
@@ -132,7 +136,11 @@ def test_fifty_subscribers_share_two_streams(hook_sandbox: Sandbox, namespace: s
         client = await async_hook(hook_sandbox).get_async_client()
         names = [unique_name("shared") for _ in range(50)]
         for name in names[:3]:
-            await client.create_tfjob(tfjob_manifest(name, command=["sleep", "1"]), namespace=namespace)
+            await client.run(
+                ops.create_tfjob(
+                    client.session, tfjob_manifest(name, command=["sleep", "1"]), namespace=namespace
+                )
+            )
 
         async def follow(name: str) -> JobSnapshot:
             async with SharedJobWatch.subscribe(client, name=name, namespace=namespace) as subscription:

@@ -67,11 +67,13 @@ def admin_setup(sandbox: Sandbox, namespace: str) -> None:
 
 
 def exercise_everything(hook: TFJobHook, namespace: str) -> None:
+    from tests.integration.hook_fixtures import list_tfjobs
+
     client = hook.client
     name = unique_name("rbac")
     client.create_tfjob(tfjob_manifest(name, command=["sh", "-c", "echo done"]), namespace=namespace)
     client.get_tfjob(name, namespace=namespace)
-    client.list_tfjobs(namespace=namespace)
+    list_tfjobs(client, namespace=namespace)
     watch = client.watch_job(name, namespace=namespace)
     try:
         for snapshot in watch:

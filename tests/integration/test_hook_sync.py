@@ -9,6 +9,7 @@ import pytest
 from tfjob_sandbox import Sandbox
 from tfjob_sandbox.testing import tfjob_manifest, unique_name, wait_for
 
+from tests.integration.hook_fixtures import list_tfjobs
 from tfjob_provider.hooks.tfjob import TFJobHook
 from tfjob_provider.kube import errors
 from tfjob_provider.kube.ratelimit import RateLimit
@@ -68,12 +69,12 @@ def test_create_get_list_delete(hook_sandbox: Sandbox, namespace: str) -> None:
     assert created["metadata"]["uid"]
     assert client.get_tfjob(name, namespace=namespace)["metadata"]["uid"] == created["metadata"]["uid"]
     assert [
-        j["metadata"]["name"] for j in client.list_tfjobs(namespace=namespace, label_selector="suite=hook")
+        j["metadata"]["name"] for j in list_tfjobs(client, namespace=namespace, label_selector="suite=hook")
     ] == [name]
     with pytest.raises(errors.AlreadyExistsError):
         client.create_tfjob(manifest, namespace=namespace)
     assert client.delete_tfjob(name, namespace=namespace, grace_period_seconds=0) is True
-    wait_for(lambda: not client.list_tfjobs(namespace=namespace), what="TFJob gone")
+    wait_for(lambda: not list_tfjobs(client, namespace=namespace), what="TFJob gone")
     assert client.delete_tfjob(name, namespace=namespace) is False
     with pytest.raises(errors.NotFoundError):
         client.get_tfjob(name, namespace=namespace)
@@ -186,7 +187,7 @@ def test_token_bucket_limits_a_burst(hook_sandbox: Sandbox, namespace: str) -> N
     client = hook.client
     started = time.monotonic()
     for _ in range(25):
-        client.list_tfjobs(namespace=namespace)
+        list_tfjobs(client, namespace=namespace)
     elapsed = time.monotonic() - started
     assert elapsed >= (25 - 5) / 20 * 0.95  # 20 requests beyond the burst at 20/s
 
@@ -196,7 +197,7 @@ def test_one_api_client_and_one_connection_for_many_calls(hook_sandbox: Sandbox,
     client = hook.client
     api_client = client.api_client
     for _ in range(20):
-        client.list_tfjobs(namespace=namespace)
+        list_tfjobs(client, namespace=namespace)
     assert hook.client.api_client is api_client
     pools = list(api_client.rest_client.pool_manager.pools._container.values())
     assert len(pools) == 1
@@ -266,7 +267,7 @@ def test_urllib3_retries_nothing_on_its_own(hook_sandbox: Sandbox, namespace: st
     fault = hook_sandbox.fail_requests(503, count=None, verbs=["list"], resources=["tfjobs"], retry_after=0)
     try:
         with pytest.raises(errors.UnavailableError):
-            client.list_tfjobs(namespace=namespace)
+            list_tfjobs(client, namespace=namespace)
         fired = next(r["fired"] for r in hook_sandbox.faults.rules() if r["id"] == fault)
     finally:
         hook_sandbox.remove_api_fault(fault)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from typing import Any, TypeVar
 
 import aiohttp
@@ -26,7 +26,6 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from tfjob_provider.kube import operations as ops
 from tfjob_provider.kube.errors import KubeApiError, unavailable
 from tfjob_provider.kube.requests import ApiRequest
-from tfjob_provider.kube.tracking import JobSnapshot
 from tfjob_provider.kube.watching import LineBuffer
 
 T = TypeVar("T")
@@ -198,16 +197,6 @@ class AsyncTFJobClient:
 
     # --- public API -----------------------------------------------------------------------------
 
-    async def check_tfjob_served(self) -> None:
-        """Raise :class:`~.errors.TFJobNotServedError` unless the cluster serves kubeflow.org/v1 tfjobs."""
-        await self._run(ops.check_tfjob_served(self.session))
-
-    async def create_tfjob(
-        self, manifest: Mapping[str, Any], *, namespace: str, dry_run: bool = False
-    ) -> dict[str, Any]:
-        """Create a TFJob (``fieldValidation=Strict``) and return the stored object."""
-        return await self._run(ops.create_tfjob(self.session, manifest, namespace=namespace, dry_run=dry_run))
-
     async def get_tfjob(self, name: str, *, namespace: str) -> dict[str, Any]:
         return await self._run(ops.get_tfjob(self.session, name, namespace=namespace))
 
@@ -230,52 +219,12 @@ class AsyncTFJobClient:
             )
         )
 
-    async def list_tfjobs(self, *, namespace: str, label_selector: str | None = None) -> list[dict[str, Any]]:
-        return await self._run(
-            ops.list_tfjobs(self.session, namespace=namespace, label_selector=label_selector)
-        )
-
-    async def list_job_pods(self, name: str, *, namespace: str) -> list[dict[str, Any]]:
-        """Pods labelled ``training.kubeflow.org/job-name=<name>``, sorted by name."""
-        return await self._run(ops.list_job_pods(self.session, name, namespace=namespace))
-
-    async def read_log_tail(
-        self,
-        pod: str,
-        *,
-        namespace: str,
-        container: str = "tensorflow",
-        tail_lines: int = 100,
-        limit_bytes: int = 65536,
-        previous: bool = False,
-    ) -> str:
-        """The last lines of a container's log, bounded by the server (never the whole log)."""
-        return await self._run(
-            ops.read_log_tail(
-                self.session,
-                pod,
-                namespace=namespace,
-                container=container,
-                tail_lines=tail_lines,
-                limit_bytes=limit_bytes,
-                previous=previous,
-            )
-        )
-
-    async def list_events(
-        self, *, namespace: str, involved_names: list[str] | tuple[str, ...]
-    ) -> list[dict[str, Any]]:
-        """core/v1 events about the job and its pods, oldest first."""
-        return await self._run(
-            ops.list_events(self.session, namespace=namespace, involved_names=involved_names)
-        )
-
-    def watch_job(self, name: str, *, namespace: str) -> AsyncIterator[JobSnapshot]:
-        """Snapshots of the TFJob and its pods: after the initial lists, then after every change."""
-        return self._drive(ops.watch_job(self.session, name, namespace=namespace))
-
     async def run(self, operation: ops.Operation[T]) -> T:
-        """Run any :mod:`.operations` generator on this transport (used by the shared watch)."""
+        """Run any :mod:`.operations` generator on this transport.
+
+        The triggerer needs few calls of its own (read, get, delete) besides the shared watch, so
+        this transport names only those; anything else is ``run(ops.<operation>(client.session, …))``.
+        """
         return await self._run(operation)
 
     async def close(self) -> None:

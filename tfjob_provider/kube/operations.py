@@ -337,14 +337,6 @@ def delete_tfjob(
     return True
 
 
-def list_tfjobs(
-    session: Session, *, namespace: str, label_selector: str | None = None
-) -> Operation[list[dict[str, Any]]]:
-    request = rq.list_tfjobs(namespace=namespace, label_selector=label_selector)
-    body = yield from call_list(session, request, send=_tfjob_call)
-    return _items(body)
-
-
 def list_job_pods(session: Session, name: str, *, namespace: str) -> Operation[list[dict[str, Any]]]:
     request = rq.list_pods(namespace=namespace, label_selector=rq.job_pods_selector(name))
     body = yield from call_list(session, request)
@@ -739,7 +731,6 @@ __all__ = [
     "job_streams",
     "list_events",
     "list_job_pods",
-    "list_tfjobs",
     "poll_job_snapshots",
     "raise_for_status",
     "read_job",

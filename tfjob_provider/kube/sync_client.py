@@ -247,9 +247,6 @@ class SyncTFJobClient:
             )
         )
 
-    def list_tfjobs(self, *, namespace: str, label_selector: str | None = None) -> list[dict[str, Any]]:
-        return self._run(ops.list_tfjobs(self.session, namespace=namespace, label_selector=label_selector))
-
     def list_job_pods(self, name: str, *, namespace: str) -> list[dict[str, Any]]:
         """Pods labelled ``training.kubeflow.org/job-name=<name>``, sorted by name."""
         return self._run(ops.list_job_pods(self.session, name, namespace=namespace))
