@@ -136,7 +136,8 @@ async def _measure(
 ) -> dict[str, Any]:
     from tfjob_sandbox.admin_client import SandboxAdminClient
 
-    from tfjob_provider.hooks.tfjob import TFJobHook, close_async_clients
+    from tests.integration.async_clients import close_async_clients
+    from tfjob_provider.hooks.tfjob import TFJobHook
     from tfjob_provider.kube.shared_watch import SharedJobWatch
     from tfjob_provider.triggers.tfjob import TFJobTrigger
 
