@@ -373,3 +373,20 @@ def test_verdict_from_dict_names_missing_fields() -> None:
 def test_replica_summary_round_trip() -> None:
     summary = ReplicaSummary(active=1, succeeded=2, failed=3, pending=4, restarts=5)
     assert ReplicaSummary.from_dict(summary.to_dict()) == summary
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {10**5000: 1},
+        {"x" * 1_000_000: 1},
+        {"pending_timeout": "x" * 1_000_000},
+        {"permanent_exit_codes": "3" * 1_000_000},
+        {"oom_is_retryable": list(range(1_000_000))},
+    ],
+    ids=["huge-int-key", "1-mb-key", "1-mb-timeout", "1-mb-exit-codes", "million-item-boolean"],
+)
+def test_hostile_rules_are_refused_with_a_short_message(data: dict[object, object]) -> None:
+    with pytest.raises(ValueError) as caught:
+        Rules.from_dict(data)  # type: ignore[arg-type]
+    assert len(str(caught.value)) < 500

@@ -17,6 +17,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Final, Literal, get_args
 
+from tfjob_provider.quoting import shown
+
 SuccessPolicy = Literal["chief", "worker0", "all_workers"]
 SUCCESS_POLICIES: Final[tuple[str, ...]] = get_args(SuccessPolicy)
 
@@ -32,7 +34,7 @@ def _exit_codes(field_name: str, value: object) -> frozenset[int]:
     if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
         raise _fail(
             field_name,
-            f"must be a collection of exit codes, got {value!r}",
+            f"must be a collection of exit codes, got {shown(value)}",
             f"write e.g. {field_name}=[1, 137]",
         )
     codes: set[int] = set()
@@ -40,7 +42,7 @@ def _exit_codes(field_name: str, value: object) -> frozenset[int]:
         if isinstance(code, bool) or not isinstance(code, int) or code not in _EXIT_CODE_RANGE:
             raise _fail(
                 field_name,
-                f"contains {code!r}, which is not an exit code",
+                f"contains {shown(code)}, which is not an exit code",
                 "use integers from 0 to 255",
             )
         codes.add(int(code))
@@ -59,7 +61,7 @@ def _seconds(field_name: str, value: object, example: str) -> float | None:
     ):
         raise _fail(
             field_name,
-            f"must be a positive number of seconds or None, got {value!r}",
+            f"must be a positive number of seconds or None, got {shown(value)}",
             f"write e.g. {example}",
         )
     return float(value)
@@ -67,7 +69,9 @@ def _seconds(field_name: str, value: object, example: str) -> float | None:
 
 def _flag(field_name: str, value: object) -> bool:
     if not isinstance(value, bool):
-        raise _fail(field_name, f"must be true or false, got {value!r}", f"write {field_name}=True or False")
+        raise _fail(
+            field_name, f"must be true or false, got {shown(value)}", f"write {field_name}=True or False"
+        )
     return value
 
 
@@ -110,7 +114,7 @@ class Rules:
         if self.success_policy is not None and self.success_policy not in SUCCESS_POLICIES:
             raise _fail(
                 "success_policy",
-                f"is {self.success_policy!r}",
+                f"is {shown(self.success_policy)}",
                 f"use one of {', '.join(map(repr, SUCCESS_POLICIES))} or None (the TFJob's own policy)",
             )
         _flag("fail_on_worker_failure", self.fail_on_worker_failure)
@@ -174,9 +178,11 @@ class Rules:
             )
         for key in data:
             if key not in _FIELD_NAMES:
-                close = difflib.get_close_matches(str(key), _FIELD_NAMES, n=1)
+                # No field name is long, and difflib gets slow on long words.
+                name = key if isinstance(key, str) and len(key) < 64 else ""
+                close = difflib.get_close_matches(name, _FIELD_NAMES, n=1) if name else []
                 hint = f"did you mean {close[0]!r}?" if close else f"known fields: {', '.join(_FIELD_NAMES)}"
-                raise ValueError(f"Rules has no field {key!r}; {hint}")
+                raise ValueError(f"Rules has no field {shown(key)}; {hint}")
         return cls(**dict(data))
 
 
