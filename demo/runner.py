@@ -136,7 +136,13 @@ def gather_evidence(
     record = read_run(run.database, scenario.dag_id) if run.database.exists() else None
     if record is None:
         return Evidence(scenario, None, None, [], None, logical_date=logical_date, problems_running=problems)
-    result = read_xcom(run.database, dag_id=scenario.dag_id, run_id=record.run_id, task_id=scenario.task_id)
+    result = read_xcom(
+        run.database,
+        dag_id=scenario.dag_id,
+        run_id=record.run_id,
+        task_id=scenario.task_id,
+        key=scenario.result_key,
+    )
     attempts, more = _attempts(scenario, run=run, run_id=record.run_id, observer=observer, result=result)
     related = {task_id: task for task_id, task in record.tasks.items() if task_id != scenario.task_id}
     related_results = {

@@ -67,6 +67,9 @@ class Scenario:
     :param job_task_id: the task that created the TFJob (``task_id`` unless, as with the sensor,
         another task submits it).
     :param checks: further facts, each returning a problem or None.
+    :param result_key: the XCom holding the TFJob's result dict: ``return_value`` for the
+        operator and the sensor, ``tfjob_result`` for ``@task.tfjob`` (whose ``return_value`` is
+        the function's).
     """
 
     key: str
@@ -79,6 +82,7 @@ class Scenario:
     story: str
     job_task_id: str | None = None
     checks: tuple[Check, ...] = ()
+    result_key: str = "return_value"
 
     @property
     def submitting_task(self) -> str:
@@ -165,6 +169,26 @@ def downstream_used_result(evidence: Evidence) -> str | None:
     return None
 
 
+def downstream_got_the_outputs(evidence: Evidence) -> str | None:
+    """register_model read the chief's final step and loss (its termination message)."""
+    produced = evidence.related_results.get("register_model") or {}
+    outputs = (evidence.result or {}).get("outputs") or {}
+    if not outputs.get("final_step") or produced.get("final_step") != outputs.get("final_step"):
+        return (
+            f"register_model saw final step {produced.get('final_step')}, the chief's outputs say {outputs}"
+        )
+    return None
+
+
+def downstream_got_the_chiefs_return_value(evidence: Evidence) -> str | None:
+    """show_metrics received what the chief's function returned (the TFJob result's outputs)."""
+    shown = evidence.related_results.get("show_metrics")
+    outputs = (evidence.result or {}).get("outputs")
+    if not isinstance(outputs, dict) or outputs.get("role") != "chief-0":
+        return f"the TFJob's outputs are {outputs!r}, not the chief's return value"
+    return None if shown == outputs else f"show_metrics received {shown!r}, the chief returned {outputs!r}"
+
+
 def templated_labels(evidence: Evidence) -> str | None:
     if not evidence.attempts:
         return None
@@ -204,7 +228,26 @@ SCENARIOS: tuple[Scenario, ...] = (
             replica_exits(0, "Chief", 0, [0]),
             related_task("register_model", "success"),
             downstream_used_result,
+            downstream_got_the_outputs,
         ),
+    ),
+    Scenario(
+        key="taskflow",
+        title="@task.tfjob: a Python function as Chief + 2 Workers + 1 PS, deferrable",
+        dag_id="tfjob_taskflow",
+        task_id="train",
+        expect_state="success",
+        expect_try=1,
+        expect_attempts=(SUCCEEDED,),
+        story="every replica runs the function; the chief's return value is the task's XCom, "
+        "shown by a @task",
+        checks=(
+            replicas_present(0, {"Chief": 1, "Worker": 2, "PS": 1}),
+            related_task("pick_data", "success"),
+            related_task("show_metrics", "success"),
+            downstream_got_the_chiefs_return_value,
+        ),
+        result_key="tfjob_result",
     ),
     Scenario(
         key="yaml",

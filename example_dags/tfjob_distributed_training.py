@@ -9,7 +9,11 @@ What it shows:
   slot; the chief's log is in the task log (streamed in the worker, log tails in the failure
   report when deferred);
 * the result: ``TFJobOperator`` returns a dict (name, uid, state, reason, start and completion
-  time, replica counts, restarts) as its ``return_value`` XCom; ``register_model`` reads it.
+  time, replica counts, restarts, recreations) as its ``return_value`` XCom; ``register_model``
+  reads it;
+* the training's own results: the trainer leaves its final step and loss as JSON in its
+  termination message, and the chief's is the result's ``outputs``; with ``multiple_outputs=True``
+  every key of the result is also an XCom of its own, so ``train.output["outputs"]`` is that dict.
 
 Settings (image, trainer, checkpoint storage) are Airflow Variables; see ``tfjob_example_settings``.
 """
@@ -49,11 +53,15 @@ with DAG(
         deferrable=True,
         get_logs=True,
         poll_interval=5,
+        multiple_outputs=True,
     )
 
     @task
-    def register_model(result: dict[str, Any], checkpoint_dir: str) -> dict[str, Any]:
-        """Use the TFJob's result: here, describe the model it left in the checkpoint directory."""
+    def register_model(
+        result: dict[str, Any], outputs: dict[str, Any] | None, checkpoint_dir: str
+    ) -> dict[str, Any]:
+        """Use the TFJob's result and the chief's outputs: here, describe the model it left in the
+        checkpoint directory."""
         started, ended = result.get("start_time"), result.get("completion_time")
         seconds = None
         if started and ended:
@@ -61,14 +69,22 @@ with DAG(
             seconds = round(elapsed.total_seconds(), 1)
         print(
             f"TFJob {result['namespace']}/{result['name']} {result['state']} ({result['reason']}) "
-            f"in {seconds}s with {result['restart_count']} restarts; model checkpoints in {checkpoint_dir}"
+            f"in {seconds}s with {result['restart_count']} restarts and {result['recreation_count']} "
+            f"recreated pods; model checkpoints in {checkpoint_dir}"
         )
+        if outputs is not None:
+            print(
+                f"the chief trained {outputs['final_step']}/{outputs['steps']} steps, "
+                f"final loss {outputs['loss']}"
+            )
         return {
             "tfjob": result["name"],
             "tfjob_uid": result["uid"],
             "model_dir": checkpoint_dir,
             "training_seconds": seconds,
             "replicas": result["replicas"],
+            "final_step": outputs["final_step"] if outputs else None,
+            "loss": outputs["loss"] if outputs else None,
         }
 
-    register_model(train.output, example.checkpoint_dir("train"))
+    register_model(train.output, train.output["outputs"], example.checkpoint_dir("train"))

@@ -19,6 +19,7 @@ from typing import Any, Final, Literal, get_args
 
 from tfjob_provider.policy import Verdict
 from tfjob_provider.reporting import about_job, result_dict
+from tfjob_provider.results import XCOM_OUTPUTS, OutputsError, parse_outputs
 from tfjob_provider.wait_outcome import WaitOutcome
 
 #: Who concludes: the operator owns its TFJob (and may delete it); the sensor never deletes.
@@ -38,6 +39,10 @@ ENDING_KINDS: Final[tuple[str, ...]] = get_args(EndingKind)
 
 #: XCom key of :func:`failure_summary`, pushed by a task that fails because its TFJob failed.
 XCOM_FAILURE: Final = "tfjob_failure"
+
+#: ``reason`` in XCom ``tfjob_failure`` when the training succeeded but its outputs (the deciding
+#: replica's termination message, :mod:`tfjob_provider.results`) are not JSON or were cut.
+REASON_OUTPUTS_UNREADABLE: Final = "OutputsUnreadable"
 
 #: Why the provider deletes a failed TFJob that the training operator has not finished off.
 DELETE_UNFINISHED_FAILURE: Final = (
@@ -157,13 +162,46 @@ def conclude(
     return ending
 
 
+def _unreadable_outputs(outcome: WaitOutcome, problem: str) -> Ending:
+    """The training succeeded but left outputs nobody can read: a permanent failure (training
+    again writes the same document), the TFJob kept whatever ``on_finish_action`` says so its
+    pods and their messages can be inspected."""
+    said = about_job(outcome.message, name=outcome.name, namespace=outcome.namespace, verb="succeeded")
+    message = (
+        f"{said} The training succeeded, but its outputs cannot be read: {problem}. "
+        f"TFJob {outcome.namespace}/{outcome.name} is kept for inspection. "
+        f"[{REASON_OUTPUTS_UNREADABLE}, permanent]"
+    )
+    return Ending(
+        kind="failed",
+        message=message,
+        xcoms={
+            XCOM_FAILURE: {
+                "name": outcome.name,
+                "namespace": outcome.namespace,
+                "uid": outcome.uid,
+                "reason": REASON_OUTPUTS_UNREADABLE,
+                "retryable": False,
+                "message": message,
+                "culprits": [outcome.outputs_pod] if outcome.outputs_pod else [],
+                "report": message,
+            }
+        },
+    )
+
+
 def _ending(outcome: WaitOutcome, *, on_finish_action: OnFinishAction, report: str | None) -> Ending:
     name, namespace, verdict = outcome.name, outcome.namespace, outcome.verdict
     if outcome.status == "success" and verdict is not None:
+        try:
+            outputs = parse_outputs(outcome.outputs_pod, outcome.outputs_message)
+        except OutputsError as error:
+            return _unreadable_outputs(outcome, str(error))
         delete = on_finish_action in ("delete", "delete_succeeded")
         return Ending(
             kind="success",
             message=about_job(outcome.message, name=name, namespace=namespace, verb="succeeded"),
+            xcoms={XCOM_OUTPUTS: outputs},
             result=result_dict(
                 name=name,
                 namespace=namespace,
@@ -172,6 +210,7 @@ def _ending(outcome: WaitOutcome, *, on_finish_action: OnFinishAction, report: s
                 start_time=outcome.start_time,
                 completion_time=outcome.completion_time,
                 recreations=outcome.recreations,
+                outputs=outputs,
             ),
             delete_reason=f"on_finish_action={on_finish_action!r}" if delete else None,
         )
@@ -208,6 +247,7 @@ __all__ = [
     "DELETE_UNFINISHED_FAILURE",
     "ENDING_KINDS",
     "ON_FINISH_ACTIONS",
+    "REASON_OUTPUTS_UNREADABLE",
     "ROLES",
     "XCOM_FAILURE",
     "Ending",

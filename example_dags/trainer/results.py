@@ -9,8 +9,16 @@ another destination for the result is a change here only.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import json
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+#: Where a container's termination message goes on a cluster (its ``terminationMessagePath``).
+TERMINATION_MESSAGE_PATH = "/dev/termination-log"
+#: Set by the sandbox's kubelet, which runs containers as host processes: where that file is instead.
+RELOCATED_TERMINATION_MESSAGE_ENV = "TFJOB_SANDBOX_TERMINATION_MESSAGE_PATH"
 
 
 @dataclass(frozen=True)
@@ -37,6 +45,35 @@ class TrainingResult:
         return f"training {how}: {self.final_step}/{self.steps} steps, final loss={loss}"
 
 
-def report(result: TrainingResult, log: Callable[[str], None]) -> None:
-    """Announce the result (the replica's last log line)."""
+def termination_message_path(environ: Mapping[str, str]) -> Path | None:
+    """Where this replica's termination message goes: the sandbox's relocated file, the
+    container's ``/dev/termination-log`` inside a Kubernetes pod, else nowhere (a run on a laptop
+    or in a test must not write into the host's ``/dev``)."""
+    relocated = environ.get(RELOCATED_TERMINATION_MESSAGE_ENV)
+    if relocated:
+        return Path(relocated)
+    if environ.get("KUBERNETES_SERVICE_HOST"):
+        return Path(TERMINATION_MESSAGE_PATH)
+    return None
+
+
+def write_termination_message(result: TrainingResult, environ: Mapping[str, str]) -> Path | None:
+    """Leave the result as this container's termination message, one small JSON document
+    (``{"final_step": 8, "steps": 8, "loss": 0.1234, ...}``): the chief's becomes the Airflow
+    task's ``outputs`` (README "Results").  Returns the file written, None when there is none."""
+    path = termination_message_path(environ)
+    if path is None:
+        return None
+    try:
+        path.write_text(json.dumps(asdict(result)), encoding="utf-8")
+    except OSError:
+        return None  # a missing or read-only file must not fail a training that succeeded
+    return path
+
+
+def report(
+    result: TrainingResult, log: Callable[[str], None], environ: Mapping[str, str] | None = None
+) -> None:
+    """Announce the result (the replica's last log line) and leave it as the termination message."""
     log(result.summary())
+    write_termination_message(result, os.environ if environ is None else environ)

@@ -104,7 +104,7 @@ def example_results(full: FullStack, *, timeout: float) -> tuple[list[ScenarioRe
         job_name = rest.xcom(scenario.dag_id, run_id, submitting, XCOM_TFJOB_NAME) or job_name_for(
             dag_id=scenario.dag_id, task_id=submitting, run_id=run_id, map_index=-1
         )
-        result = rest.xcom(scenario.dag_id, run_id, scenario.task_id)
+        result = rest.xcom(scenario.dag_id, run_id, scenario.task_id, scenario.result_key)
         tries = task.try_number if task is not None else 0
         log_text = "\n".join(
             _try_log(full, scenario.dag_id, run_id, scenario.task_id, n) for n in range(1, tries + 1)

@@ -16,7 +16,13 @@ import pytest
 from tests.dagbag import parse_dag_folder
 from tests.examples.conftest import EXAMPLE_DAGS
 
-EXPECTED_DAGS = {"tfjob_distributed_training", "tfjob_from_yaml", "tfjob_retry_policies", "tfjob_sensor"}
+EXPECTED_DAGS = {
+    "tfjob_distributed_training",
+    "tfjob_from_yaml",
+    "tfjob_retry_policies",
+    "tfjob_sensor",
+    "tfjob_taskflow",
+}
 
 
 @pytest.fixture(scope="module")
@@ -42,6 +48,18 @@ def test_distributed_training_is_chief_two_workers_one_ps_deferred_and_feeds_a_t
     assert train.deferrable and train.get_logs
     assert train.retries == 2
     assert dag.get_task("register_model").upstream_task_ids == {"train"}
+    assert train.multiple_outputs, 'train.output["outputs"] needs one XCom per result key'
+
+
+def test_taskflow_runs_a_function_as_chief_two_workers_one_ps_and_feeds_a_task(dagbag: Any) -> None:
+    dag = dagbag.dags["tfjob_taskflow"]
+    train = dag.get_task("train")
+    assert type(train).__name__ == "_TFJobDecoratedOperator" and train.function_name == "train"
+    assert (train.chief, train.worker, train.ps, train.restart_policy) == (1, 2, 1, "ExitCode")
+    assert train.deferrable and train.retries == 2
+    assert train.upstream_task_ids == {"pick_data"}
+    assert dag.get_task("show_metrics").upstream_task_ids == {"train"}
+    assert train.op_kwargs == {"steps": "{{ params.steps }}"}
 
 
 def test_from_yaml_uses_a_templated_yaml_file(dagbag: Any) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from kubernetes import client
 from tfjob_sandbox.testing import sync_api_client
 
@@ -27,7 +28,7 @@ import datetime
 from airflow.sdk import DAG
 from tfjob_provider.operators.tfjob import TFJobOperator
 
-with DAG("exitcode_restart", schedule=None, start_date=datetime.datetime(2024, 1, 1)) as dag:
+with DAG("{dag_id}", schedule=None, start_date=datetime.datetime(2024, 1, 1)) as dag:
     TFJobOperator(
         task_id="train",
         retries=2,
@@ -35,6 +36,7 @@ with DAG("exitcode_restart", schedule=None, start_date=datetime.datetime(2024, 1
         command=["python", "-c", {script!r}, {workdir!r}],
         worker=1,
         restart_policy="ExitCode",
+        deferrable={deferrable},
         poll_interval=1,
     )
 """
@@ -60,14 +62,22 @@ with DAG("retry_fresh_tfjob", schedule=None, start_date=datetime.datetime(2024, 
 """
 
 
+@pytest.mark.parametrize("deferrable", [False, True], ids=["sync", "deferred"])
 def test_exit_code_137_is_restarted_by_the_training_operator_within_one_try(
-    cluster: Any, dags_folder: Path, tmp_path: Path
+    cluster: Any, dags_folder: Path, tmp_path: Path, deferrable: bool
 ) -> None:
-    source = EXIT_CODE_DAG.format(script=CRASH_ONCE, workdir=str(tmp_path))
-    outcome = run_dag(load_dag(write_dag_file(dags_folder, "exitcode_restart", source), "exitcode_restart"))
+    dag_id = f"exitcode_restart_{'deferred' if deferrable else 'sync'}"
+    source = EXIT_CODE_DAG.format(
+        dag_id=dag_id, script=CRASH_ONCE, workdir=str(tmp_path), deferrable=deferrable
+    )
+    outcome = run_dag(load_dag(write_dag_file(dags_folder, dag_id, source), dag_id))
     assert (outcome.task("train").state, outcome.task("train").try_number) == ("success", 1)
     assert (tmp_path / "runs").read_text().splitlines() == ["-", "-"]  # the pod ran twice
-    assert xcom_value(outcome, "train")["state"] == "Succeeded"
+    result = xcom_value(outcome, "train")
+    assert result["state"] == "Succeeded"
+    # The recreated pod's restartCount starts at 0 again: only the watch saw the slot's pod replaced.
+    assert result["restart_count"] == 0
+    assert (result["recreations"], result["recreation_count"]) == ({"Worker": 1}, 1)
 
 
 def test_a_retryable_failure_gets_a_fresh_tfjob_on_the_next_try(cluster: Any, dags_folder: Path) -> None:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest
 
 from tests.unit.factories import JOB_NAME, JOB_UID, NAMESPACE
 from tfjob_provider.ending import (
     DELETE_UNFINISHED_FAILURE,
+    REASON_OUTPUTS_UNREADABLE,
     XCOM_FAILURE,
     Ending,
     conclude,
@@ -23,6 +24,7 @@ from tfjob_provider.policy import (
     Verdict,
     VerdictState,
 )
+from tfjob_provider.results import XCOM_OUTPUTS
 from tfjob_provider.wait_outcome import WaitOutcome
 
 WHERE = f"{NAMESPACE}/{JOB_NAME}"
@@ -160,8 +162,32 @@ def test_success_returns_the_result_dict_and_says_so() -> None:
     )
     assert ending.result["deciding_pods"] == ["mnist-chief-0"]
     assert ending.message == f"TFJob {WHERE} succeeded: success message"
-    ending.result["outputs"] = {"model": "s3://x"}  # callers may extend the result
-    assert ending.result["outputs"] == {"model": "s3://x"}
+    assert ending.result["outputs"] is None and ending.xcoms == {XCOM_OUTPUTS: None}
+
+
+def test_the_deciding_replicas_json_message_is_the_outputs() -> None:
+    written = replace(outcome("success"), outputs_pod="mnist-chief-0", outputs_message='{"loss": 0.5}')
+    ending = conclude(written, role="sensor")
+    assert ending.kind == "success" and ending.result is not None
+    assert ending.result["outputs"] == {"loss": 0.5} and ending.xcoms == {XCOM_OUTPUTS: {"loss": 0.5}}
+
+
+@pytest.mark.parametrize(
+    ("message", "problem"),
+    [("loss=0.5", "is not JSON"), ('"' + "x" * 4094 + '"', "at Kubernetes' 4096-byte limit")],
+)
+@pytest.mark.parametrize("on_finish_action", ["delete_succeeded", "delete"])
+def test_unreadable_outputs_fail_permanently_and_keep_the_tfjob(
+    message: str, problem: str, on_finish_action: str
+) -> None:
+    written = replace(outcome("success"), outputs_pod="mnist-chief-0", outputs_message=message)
+    ending = conclude(written, role="operator", on_finish_action=on_finish_action)  # type: ignore[arg-type]
+    assert ending.kind == "failed" and ending.result is None and ending.delete_reason is None
+    assert "pod mnist-chief-0" in ending.message and problem in ending.message
+    assert "The training succeeded" in ending.message and "kept for inspection" in ending.message
+    summary = ending.xcoms[XCOM_FAILURE]
+    assert (summary["reason"], summary["retryable"]) == (REASON_OUTPUTS_UNREADABLE, False)
+    assert conclude(written, role="sensor", soft_fail=True).kind == "skip"
 
 
 def test_a_failure_names_its_reason_and_class_and_carries_the_report() -> None:

@@ -56,13 +56,18 @@ class _TFJobDecoratedOperator(DecoratedOperator, TFJobOperator):  # type: ignore
     """The operator behind ``@task.tfjob`` (see the module docstring).
 
     :param interpreter: the Python inside the image that runs the function (default
-        ``python3``); on the sandbox, a local interpreter standing in for the image's.
+        ``python3``; templated); on the sandbox, a local interpreter standing in for the image's.
     """
 
     custom_operator_name = "@task.tfjob"
     template_fields: Sequence[str] = tuple(
         dict.fromkeys(
-            ["op_args", "op_kwargs", *(f for f in TFJobOperator.template_fields if f not in _OWN_FIELDS)]
+            [
+                "op_args",
+                "op_kwargs",
+                "interpreter",
+                *(f for f in TFJobOperator.template_fields if f not in _OWN_FIELDS),
+            ]
         )
     )
     # No template files: an argument such as "data.json" is a value, not a file to render.
