@@ -16,7 +16,7 @@ LINTED := tfjob_provider tfjob-sandbox/tfjob_sandbox demo tests benchmarks examp
 VENV_TF := .venv-tf
 TF_LOCK := example_dags/trainer/requirements-tf.lock
 
-.PHONY: install venv-tf test lint typecheck demo dist clean
+.PHONY: install venv-tf test lint typecheck demo demo-tf dist clean
 
 install: $(VENV)/.installed
 
@@ -54,6 +54,10 @@ test: lint typecheck venv-tf
 
 demo: install
 	$(BIN)/python -m demo
+
+# The same demo with real TensorFlow in every replica: .venv-tf's interpreter runs the trainer.
+demo-tf: install venv-tf
+	$(BIN)/python -m demo --tf-python $(VENV_TF)/bin/python
 
 # Wheel and sdist of both distributions (tfjob-provider, tfjob-sandbox) into dist/, then their
 # metadata and README rendering (twine, offline) and their contents (tests/packaging/distributions.py:

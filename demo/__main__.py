@@ -38,6 +38,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--step-seconds", type=float, default=0.25, help="trainer seconds per step (default 0.25)"
     )
+    parser.add_argument(
+        "--tf-python",
+        type=Path,
+        help="run the trainer with this interpreter, which has TensorFlow (make demo-tf: "
+        ".venv-tf/bin/python), as real distributed TensorFlow",
+    )
+    parser.add_argument(
+        "--dag-timeout",
+        type=float,
+        help="seconds one `airflow dags test` may take (default 240; 900 with --tf-python)",
+    )
     args = parser.parse_args(argv)
     if not (EXAMPLE_DAGS / "trainer").is_dir():
         print(
@@ -48,7 +59,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     # SIGTERM (e.g. a CI timeout) unwinds like Ctrl-C, so every process the demo started is stopped.
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     scenarios = [scenario for scenario in SCENARIOS if not args.only or scenario.key in args.only]
-    report = run_demo(DemoSettings(workdir=args.workdir, step_seconds=args.step_seconds, scenarios=scenarios))
+    if args.tf_python is not None and not args.tf_python.exists():
+        print(f"--tf-python {args.tf_python} does not exist: run `make venv-tf` first", file=sys.stderr)
+        return 2
+    # Real TensorFlow imports for seconds in every replica process: give each DAG more time.
+    dag_timeout = args.dag_timeout or (900.0 if args.tf_python is not None else 240.0)
+    settings = DemoSettings(
+        workdir=args.workdir,
+        step_seconds=args.step_seconds,
+        scenarios=scenarios,
+        tf_python=args.tf_python.resolve() if args.tf_python is not None else None,
+        dag_timeout=dag_timeout,
+    )
+    report = run_demo(settings)
     print(report.summary, flush=True)
     return 0 if report.ok else 1
 

@@ -32,14 +32,21 @@ def airflow_cli() -> list[str]:
     return [sys.executable, "-m", "airflow"]
 
 
-def example_variables(*, checkpoint_dir: Path, step_seconds: float) -> dict[str, str]:
+def example_variables(
+    *, checkpoint_dir: Path, step_seconds: float, tf_python: Path | None = None
+) -> dict[str, str]:
     """``AIRFLOW_VAR_*`` that run the example DAGs on the sandbox: the trainer from this repository,
-    run by this interpreter (pods are local processes there), checkpoints in a local directory."""
+    run by this interpreter (pods are local processes there), checkpoints in a local directory.
+
+    ``tf_python``: run the trainer with that interpreter instead (one with TensorFlow, e.g.
+    ``.venv-tf/bin/python``) and with ``--framework tensorflow``: real distributed TensorFlow.
+    """
     return {
-        "AIRFLOW_VAR_TFJOB_EXAMPLE_PYTHON": sys.executable,
+        "AIRFLOW_VAR_TFJOB_EXAMPLE_PYTHON": str(tf_python) if tf_python is not None else sys.executable,
         "AIRFLOW_VAR_TFJOB_EXAMPLE_TRAINER": str(TRAINER),
         "AIRFLOW_VAR_TFJOB_EXAMPLE_CHECKPOINT_DIR": str(checkpoint_dir),
         "AIRFLOW_VAR_TFJOB_EXAMPLE_STEP_SECONDS": f"{step_seconds:g}",
+        "AIRFLOW_VAR_TFJOB_EXAMPLE_FRAMEWORK": "tensorflow" if tf_python is not None else "python",
     }
 
 

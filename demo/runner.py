@@ -64,6 +64,8 @@ class DemoSettings:
     :param dag_timeout: seconds one ``airflow dags test`` may take before it counts as failed.
     :param dags_folder: the example DAGs.
     :param scenarios: which scenarios to run (all by default); their DAGs are run once each.
+    :param tf_python: an interpreter with TensorFlow (``make demo-tf``: ``.venv-tf/bin/python``):
+        the replicas run real TensorFlow on a loopback-TF_CONFIG sandbox.
     """
 
     workdir: Path
@@ -71,6 +73,7 @@ class DemoSettings:
     dag_timeout: float = 240.0
     dags_folder: Path = EXAMPLE_DAGS
     scenarios: Sequence[Scenario] = field(default_factory=lambda: SCENARIOS)
+    tf_python: Path | None = None
     logical_date: str = field(
         default_factory=lambda: datetime.datetime.now(datetime.timezone.utc).date().isoformat()
     )
@@ -216,10 +219,17 @@ def run_demo(settings: DemoSettings, *, out: TextIO = sys.stdout) -> DemoReport:
     ):
         _say(out, f"tfjob_provider demo — working in {workdir}")
         sandbox_start = time.monotonic()
-        sandbox = start_sandbox(processes, directory=workdir / "sandbox", env=dict(os.environ))
+        sandbox = start_sandbox(
+            processes,
+            directory=workdir / "sandbox",
+            env=dict(os.environ),
+            loopback_tf_config=settings.tf_python is not None,
+        )
         _say(out, f"  sandbox cluster ready at {sandbox.url} ({time.monotonic() - sandbox_start:.1f}s)")
         variables = example_variables(
-            checkpoint_dir=workdir / "checkpoints", step_seconds=settings.step_seconds
+            checkpoint_dir=workdir / "checkpoints",
+            step_seconds=settings.step_seconds,
+            tf_python=settings.tf_python,
         )
         extra = {**variables, "AIRFLOW__CORE__DEFAULT_TASK_RETRY_DELAY": DEMO_RETRY_DELAY}
 

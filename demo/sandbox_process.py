@@ -41,6 +41,7 @@ def start_sandbox(
     env: Mapping[str, str],
     fast_restarts: bool = True,
     pod_start_delay: float = 0.0,
+    loopback_tf_config: bool = False,
     timeout: float = 60.0,
 ) -> RunningSandbox:
     """Start ``python -m tfjob_sandbox serve`` (HTTPS) with its files under ``directory``.
@@ -48,6 +49,8 @@ def start_sandbox(
     ``fast_restarts`` shortens the kubelet's CrashLoopBackOff (0.2 s doubling to 1 s) so restart
     scenarios take seconds, not the real kubelet's 10 s to 5 min.  ``pod_start_delay`` keeps
     scheduled pods in ContainerCreating that long, as an image pull would.
+    ``loopback_tf_config`` writes ``127.0.0.1:<port>`` endpoints into TF_CONFIG, so real
+    TensorFlow replicas (``make demo-tf``) reach each other.
     """
     directory.mkdir(parents=True, exist_ok=True)
     kubeconfig = directory / "sandbox.kubeconfig"
@@ -67,6 +70,8 @@ def start_sandbox(
         argv += ["--backoff-initial", "0.2", "--backoff-cap", "1"]
     if pod_start_delay > 0:
         argv += ["--pod-start-delay", f"{pod_start_delay:g}"]
+    if loopback_tf_config:
+        argv.append("--loopback-tf-config")
     process = processes.start("sandbox", argv, env=env, cwd=directory, log_path=directory / "sandbox.log")
     line = wait_for_line(
         process, lambda text: text.startswith(READY_PREFIX), timeout=timeout, what="'sandbox ready'"

@@ -15,6 +15,7 @@ repository's trainer.
 | ``tfjob_example_checkpoint_dir`` | ``/mnt/checkpoints`` | shared checkpoint root, mounted from the PVC |
 | ``tfjob_example_checkpoint_pvc`` | ``tfjob-checkpoints`` | ReadWriteMany PVC mounted there |
 | ``tfjob_example_step_seconds`` | ``1`` | seconds of work per training step |
+| ``tfjob_example_framework`` | ``python`` | ``python``: pure-Python stand-in; ``tensorflow``: real TF |
 
 The sandbox runs pod commands as local processes and ignores volumes, so there the trainer path
 is the repository's ``example_dags/trainer`` and the checkpoint root is a local directory.
@@ -30,6 +31,7 @@ DEFAULTS: dict[str, str] = {
     "checkpoint_dir": "/mnt/checkpoints",
     "checkpoint_pvc": "tfjob-checkpoints",
     "step_seconds": "1",
+    "framework": "python",
 }
 
 
@@ -69,5 +71,7 @@ def trainer_args(*extra: str, steps: str = "8") -> list[str]:
         STEP_SECONDS,
         "--checkpoint-dir",
         checkpoint_dir(),
+        "--framework",
+        setting("framework"),
         *extra,
     ]

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+#: What trains: the pure-Python stand-in, or real TensorFlow.
+FRAMEWORKS = ("python", "tensorflow")
 #: Replica types as TF_CONFIG spells them (lower case).
 REPLICA_TYPES = ("chief", "master", "worker", "ps", "evaluator")
 
@@ -157,7 +159,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--tensorflow",
         action="store_true",
-        help="run a real MultiWorkerMirroredStrategy job (needs TensorFlow; Chief/Worker replicas only)",
+        help="train with real TensorFlow: ParameterServerStrategy when the cluster has PS, "
+        "MultiWorkerMirroredStrategy otherwise (needs TensorFlow; same as --framework tensorflow)",
+    )
+    parser.add_argument(
+        "--framework",
+        choices=FRAMEWORKS,
+        default="python",
+        help="python: the pure-Python stand-in (default); tensorflow: as --tensorflow.  The example "
+        "DAGs pass the Airflow Variable tfjob_example_framework here",
     )
     return parser
 
@@ -201,5 +211,5 @@ def parse_options(argv: Sequence[str] | None = None) -> TrainerOptions:
         failure=failure,
         sync_replicas=args.sync_replicas,
         sync_timeout=args.sync_timeout,
-        tensorflow=args.tensorflow,
+        tensorflow=args.tensorflow or args.framework == "tensorflow",
     )

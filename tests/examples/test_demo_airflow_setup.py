@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import sqlite3
+import sys
 import threading
 import time
 from pathlib import Path
 
 from sqlalchemy import create_engine, text
 
-from demo.airflow_setup import SQLITE_BUSY_TIMEOUT_S, airflow_environment
+from demo.airflow_setup import SQLITE_BUSY_TIMEOUT_S, airflow_environment, example_variables
 
 #: pysqlite's own wait for a locked database; Airflow processes that wait only this long fail
 #: with "database is locked" when another holds the write lock longer (seen in CI).
@@ -44,3 +45,17 @@ def test_a_writer_waits_out_a_write_lock_longer_than_the_driver_default(tmp_path
         engine.dispose()
     assert waited >= PYSQLITE_DEFAULT_TIMEOUT_S, f"the write did not wait for the lock ({waited:.1f}s)"
     assert rows == [1, 2]
+
+
+def test_the_example_variables_point_the_trainer_at_real_tensorflow_for_demo_tf(tmp_path: Path) -> None:
+    """``make demo-tf`` runs the same DAGs with .venv-tf's interpreter and --framework tensorflow."""
+    plain = example_variables(checkpoint_dir=tmp_path, step_seconds=0.25)
+    assert plain["AIRFLOW_VAR_TFJOB_EXAMPLE_PYTHON"] == sys.executable
+    assert plain["AIRFLOW_VAR_TFJOB_EXAMPLE_FRAMEWORK"] == "python"
+    tf_python = tmp_path / ".venv-tf" / "bin" / "python"
+    real = example_variables(checkpoint_dir=tmp_path, step_seconds=0.25, tf_python=tf_python)
+    assert real["AIRFLOW_VAR_TFJOB_EXAMPLE_PYTHON"] == str(tf_python)
+    assert real["AIRFLOW_VAR_TFJOB_EXAMPLE_FRAMEWORK"] == "tensorflow"
+    assert {key: value for key, value in real.items() if "PYTHON" not in key and "FRAMEWORK" not in key} == {
+        key: value for key, value in plain.items() if "PYTHON" not in key and "FRAMEWORK" not in key
+    }

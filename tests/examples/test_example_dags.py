@@ -94,3 +94,19 @@ def test_retry_policies_cover_the_three_failure_kinds(dagbag: Any) -> None:
     assert "3" in permanent.args[permanent.args.index("--exit-code") + 1 :][:1]
     assert transient.env == {"AIRFLOW_TRY_NUMBER": "{{ ti.try_number }}"}
     assert "AIRFLOW_TRY_NUMBER=1" in transient.args
+
+
+def test_every_typed_example_passes_the_framework_variable_to_the_trainer(dagbag: Any) -> None:
+    """One Variable (``tfjob_example_framework``) switches every example to real TensorFlow."""
+    framework = "{{ var.value.get('tfjob_example_framework', 'python') }}"
+    typed = [
+        task
+        for dag in dagbag.dags.values()
+        for task in dag.tasks
+        if getattr(task, "args", None) and "--checkpoint-dir" in task.args
+    ]
+    assert len(typed) >= 4
+    for task in typed:
+        assert task.args[task.args.index("--framework") + 1] == framework, task.task_id
+    yaml = (EXAMPLE_DAGS / "tfjobs" / "nightly_training.yaml").read_text()
+    assert f'- --framework\n                - "{framework}"' in yaml

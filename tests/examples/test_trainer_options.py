@@ -59,6 +59,27 @@ def test_every_option_is_read() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("argv", "tensorflow"),
+    [
+        ([], False),
+        (["--framework", "python"], False),
+        (["--framework", "tensorflow"], True),
+        (["--tensorflow"], True),
+    ],
+)
+def test_the_framework_option_selects_real_tensorflow(argv: list[str], tensorflow: bool) -> None:
+    """The example DAGs pass ``--framework {{ var.value... }}`` so one Variable switches them."""
+    assert parse_options(argv).tensorflow is tensorflow
+
+
+def test_an_unknown_framework_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        parse_options(["--framework", "jax"])
+    assert exited.value.code == 2
+    assert "invalid choice: 'jax'" in capsys.readouterr().err
+
+
 def test_exit_code_defaults_to_one() -> None:
     failure = parse_options(["--fail-at-step", "2"]).failure
     assert failure == FailurePlan(at_step=2, exit_code=1)
