@@ -89,6 +89,24 @@ def _build_like_the_operator(task: object) -> None:
     assert validate_tfjob(manifest)["spec"]["tfReplicaSpecs"]
 
 
+def test_readme_taskflow_example_parses_into_a_tfjob_task(tmp_path: Path) -> None:
+    (block,) = [b for b in _fenced_blocks(_section(README, "TaskFlow"), "python") if "@task.tfjob" in b]
+    (tmp_path / "readme_taskflow.py").write_text(block)
+    bag = parse_dag_folder(tmp_path, bundle_name="readme")
+    assert bag.import_errors == {}
+    (dag,) = bag.dags.values()
+    train = dag.get_task("train")
+    assert type(train).__name__ == "_TFJobDecoratedOperator"
+    assert (train.chief, train.worker, train.ps, train.restart_policy, train.retries) == (
+        1,
+        2,
+        1,
+        "ExitCode",
+        2,
+    )
+    assert dag.get_task("show").upstream_task_ids == {"train"}
+
+
 def test_readme_rules_example_is_valid() -> None:
     blocks = _fenced_blocks(README, "python")
     (block,) = [b for b in blocks if b.lstrip().startswith("from tfjob_provider.policy")]
