@@ -77,7 +77,7 @@ def template_error_message(task_id: str, field: str, error: jinja2.TemplateError
         )
     if isinstance(error, jinja2.TemplateSyntaxError):
         template = error.name if error.name else None
-        reason = clip(str(error.message), 300)
+        reason = clip(str(error.message).rstrip("."), 300)
         return (
             f"{head} Jinja syntax error in {_where(template, error.lineno)}: {reason}. "
             "Fix: correct the template there (an unclosed {{ or {% is typical)."
