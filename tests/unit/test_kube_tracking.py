@@ -55,7 +55,8 @@ def test_events_build_the_snapshot_and_managed_fields_are_dropped() -> None:
     tracker.apply_pod_event("ADDED", pod("mnist-worker-1", uid="b"))
     tracker.apply_pod_event("ADDED", pod("mnist-worker-0", uid="a"))
     snapshot = tracker.snapshot(KEY)
-    assert snapshot.uid == "job-1" and not snapshot.deleted
+    assert snapshot.tfjob is not None and snapshot.tfjob["metadata"]["uid"] == "job-1"
+    assert not snapshot.deleted
     assert names(snapshot) == ["mnist-worker-0", "mnist-worker-1"]
     assert snapshot.tfjob is not None and "managedFields" not in snapshot.tfjob["metadata"]
     assert all("managedFields" not in p["metadata"] for p in snapshot.pods)
@@ -65,7 +66,8 @@ def test_other_jobs_are_ignored_when_tracking_one() -> None:
     tracker = JobTracker(namespace=NS, only=[KEY])
     assert tracker.apply_tfjob_event("ADDED", tfjob(name="other")) == set()
     assert tracker.apply_pod_event("ADDED", pod("other-worker-0", job="other")) == set()
-    assert tracker.keys() == set()
+    other = tracker.snapshot((NS, "other"))
+    assert other.tfjob is None and other.pods == () and not other.deleted
 
 
 def test_pod_recreated_with_the_same_name_replaces_the_old_one() -> None:
@@ -112,7 +114,8 @@ def test_tfjob_missing_from_a_relist_counts_as_deleted_and_a_new_one_revives_it(
     assert tracker.snapshot(KEY).deleted
     tracker.apply_tfjob_event("ADDED", tfjob(uid="job-2"))
     snapshot = tracker.snapshot(KEY)
-    assert not snapshot.deleted and snapshot.uid == "job-2"
+    assert not snapshot.deleted and snapshot.tfjob is not None
+    assert snapshot.tfjob["metadata"]["uid"] == "job-2"
 
 
 def test_pods_of_an_earlier_job_with_the_same_name_are_excluded() -> None:
@@ -147,8 +150,10 @@ def test_forget_drops_a_job() -> None:
     tracker = JobTracker(namespace=NS, slim=True)
     tracker.apply_tfjob_event("ADDED", tfjob())
     tracker.apply_tfjob_event("DELETED", tfjob())
+    assert tracker.snapshot(KEY).deleted
     tracker.forget(KEY)
-    assert tracker.keys() == set()
+    forgotten = tracker.snapshot(KEY)
+    assert forgotten.tfjob is None and forgotten.pods == () and not forgotten.deleted
 
 
 def test_slimming_never_changes_the_verdict() -> None:

@@ -53,10 +53,6 @@ class Subscription:
         self._changed = asyncio.Event()
         self._error: BaseException | None = None
 
-    @property
-    def latest(self) -> JobSnapshot | None:
-        return self._latest
-
     def _publish(self, snapshot: JobSnapshot) -> None:
         if snapshot == self._latest and self._version:
             return

@@ -59,12 +59,6 @@ class JobSnapshot:
     deleted: bool
     recreations: Mapping[str, int] = field(default_factory=dict)
 
-    @property
-    def uid(self) -> str | None:
-        metadata = (self.tfjob or {}).get("metadata")
-        uid = metadata.get("uid") if isinstance(metadata, Mapping) else None
-        return str(uid) if uid else None
-
 
 # --- slimming -----------------------------------------------------------------------------------
 
@@ -383,9 +377,6 @@ class JobTracker:
             if uid is None or owner in ("", uid):
                 recreations[replica_type] = recreations.get(replica_type, 0) + count
         return JobSnapshot(tfjob=tfjob, pods=selected, deleted=key in self._deleted, recreations=recreations)
-
-    def keys(self) -> set[JobKey]:
-        return set(self._tfjobs) | set(self._pods) | set(self._deleted)
 
     def forget(self, key: JobKey) -> None:
         """Drop everything about one job (its last subscriber left)."""
