@@ -95,3 +95,45 @@ def test_the_trigger_keeps_the_tfjob_when_cancel_on_kill_is_off(cluster: Any) ->
         assert tfjob_exists(name)
     finally:
         delete_tfjob(name)
+
+
+def test_the_triggers_on_kill_never_deletes_a_succeeded_or_an_unreadable_tfjob(
+    cluster: Any, monkeypatch: Any
+) -> None:
+    import json
+
+    from tfjob_provider.hooks.tfjob import TFJobHook
+    from tfjob_provider.wait_outcome import has_succeeded
+
+    done, unread = unique_name("done"), unique_name("unread")
+    done_uid = submit_tfjob(done, command=["python", "-c", "pass"])
+    unread_uid = submit_tfjob(unread, command=NEVER_ENDS)
+
+    def succeeded() -> bool:
+        hook = TFJobHook()
+        try:
+            return has_succeeded(hook.client.get_tfjob(done, namespace="default"))
+        finally:
+            hook.client.close()
+
+    wait_for(succeeded, timeout=60, what="the TFJob succeeded")
+    connection = json.loads(cluster.airflow_conn_uri)
+    connection["extra"]["api_outage_budget"] = 1
+    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", json.dumps(connection))
+
+    async def kill_both() -> None:
+        await TFJobTrigger(name=done, namespace="default", uid=done_uid).on_kill()
+        outage = cluster.api_outage(60, kind="503")
+        try:
+            await TFJobTrigger(name=unread, namespace="default", uid=unread_uid).on_kill()
+        finally:
+            cluster.remove_api_fault(outage)
+        await close_async_clients()
+
+    try:
+        asyncio.run(kill_both())
+        assert tfjob_exists(done), "a Succeeded TFJob was deleted by a kill"
+        assert tfjob_exists(unread), "a TFJob whose state could not be read was deleted"
+    finally:
+        delete_tfjob(done)
+        delete_tfjob(unread)
