@@ -1,10 +1,11 @@
 """Hostile or broken input fails once, clearly, and costs nothing — through real Airflow and real HTTPS.
 
 Every case is a task of one DAG run with ``dag.test()`` against one sandbox cluster for the whole
-module, so that forty cases cost one run.  Each task has ``retries=2``; each must end ``failed`` on
-try 1 with ``AirflowFailException``, a message under a few kilobytes that names the field, and the
-sandbox's request log must show that no request at all reached the cluster (the manifest, the
-typed parameters and the templates are all judged before the first API call).
+module, so that forty-odd cases cost one run; a few run again with ``deferrable=True``, which must
+change nothing (the refusal comes before any deferral).  Each task has ``retries=2``; each must
+end ``failed`` on try 1 with ``AirflowFailException``, a message under a few kilobytes that names
+the field, and the sandbox's request log must show that no request at all reached the cluster
+(the manifest, the typed parameters and the templates are all judged before the first API call).
 
 Template cases use ``template_undefined=jinja2.StrictUndefined`` on the DAG, as a DAG that wants
 undefined variables to be errors would.
@@ -135,6 +136,13 @@ with DAG("hostile_inputs", schedule=None, start_date=datetime.datetime(2024, 1, 
     TFJobOperator(task_id="env_value_number", env=[{{"name": "EPOCHS", "value": 10}}], **typed)
     TFJobOperator(task_id="replica_resources_string", worker={{"replicas": 1, "resources": "4 cpus"}},
                   **typed)
+    # -- the same in deferrable mode: refused before any deferral ------------------------------------
+    TFJobOperator(task_id="deferrable_template_file_missing", tfjob="missing.yaml", deferrable=True, **common)
+    TFJobOperator(task_id="deferrable_alias_bomb", tfjob=corpus("alias-bomb-in-volumes.yaml"),
+                  deferrable=True, **common)
+    TFJobOperator(task_id="deferrable_worker_1e9_text", worker="1e9", deferrable=True, **typed)
+    TFJobSensor(task_id="deferrable_sensor_template_undefined", job_name="{{{{ nope }}}}", deferrable=True,
+                **common)
 """
 
 
@@ -196,6 +204,10 @@ CASES: dict[str, Case] = {
     "command_string": Case(("command", "must be a list of strings")),
     "env_value_number": Case(("containers[0].env[0].value", "must be a string, not 10 (a number)")),
     "replica_resources_string": Case(("worker.resources", "must be a mapping, not '4 cpus'")),
+    "deferrable_template_file_missing": Case(("'tfjob'", "the template file 'missing.yaml' does not exist")),
+    "deferrable_alias_bomb": Case(("document", "YAML aliases may repeat at most 1,000 nodes")),
+    "deferrable_worker_1e9_text": Case(("worker", "must be a replica count", "'1e9'")),
+    "deferrable_sensor_template_undefined": Case(("'job_name'", "'nope' is undefined")),
 }
 
 
