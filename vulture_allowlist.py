@@ -11,6 +11,7 @@ imports it), so an entry whose name was renamed or removed fails there instead o
 """
 
 import reprlib
+import types
 
 from kubernetes.client import Configuration
 from kubernetes_asyncio.client import Configuration as AsyncConfiguration
@@ -94,3 +95,9 @@ reprlib.Repr().maxtuple
 reprlib.Repr().maxset
 reprlib.Repr().maxfrozenset
 _BoundedRepr.repr_int
+
+# lean_import.py builds package modules by hand: the import system reads these module attributes,
+# and turning a lazy package into an ordinary module is an assignment to __class__.
+types.ModuleType("").__class__
+types.ModuleType("").__package__
+types.ModuleType("").__loader__

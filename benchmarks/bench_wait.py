@@ -294,6 +294,9 @@ def main() -> None:
         "--namespaces", type=int, default=1, help="scale mode: spread the jobs over K namespaces"
     )
     parser.add_argument("--burst", action="store_true", help="scale mode: end all chiefs within one second")
+    parser.add_argument(
+        "--tracemalloc", action="store_true", help="scale mode: print where the waiting jobs' memory is"
+    )
     parser.add_argument("--submit", type=Path, help=argparse.SUPPRESS)  # internal: the child's job
     parser.add_argument("--submit-scripted", type=Path, help=argparse.SUPPRESS)  # internal: scale mode
     args = parser.parse_args()
@@ -309,7 +312,12 @@ def main() -> None:
         print("bench_wait --scale: wall-clock figures are noisy while other work shares the machine.\n")
         for jobs in args.scale:
             figures = wait_scale.run_scale(
-                jobs, namespaces=args.namespaces, steady=args.steady, rate=args.release_rate, burst=args.burst
+                jobs,
+                namespaces=args.namespaces,
+                steady=args.steady,
+                rate=args.release_rate,
+                burst=args.burst,
+                profile=args.tracemalloc,
             )
             wait_scale.report_scale(figures)
         return

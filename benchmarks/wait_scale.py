@@ -26,6 +26,7 @@ import statistics
 import subprocess
 import sys
 import time
+import tracemalloc
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -133,6 +134,7 @@ async def _measure(
     steady: float,
     rate: float,
     burst: bool,
+    profile: bool,
 ) -> dict[str, Any]:
     from tfjob_sandbox.admin_client import SandboxAdminClient
 
@@ -144,6 +146,8 @@ async def _measure(
     admin = SandboxAdminClient.from_kubeconfig(kubeconfig)
     client = await TFJobHook().get_async_client()
     rss_base = _rss_mb()
+    if profile:
+        tracemalloc.start(8)
     received: dict[str, float] = {}
     statuses: dict[str, int] = {}
 
@@ -174,6 +178,9 @@ async def _measure(
     window = time.monotonic() - window_start
     cpu_steady, sandbox_steady = _cpu() - cpu_start, _proc_cpu(sandbox_pid) - sandbox_start
     rss_waiting, sandbox_rss = _rss_mb(), _rss_mb(sandbox_pid)
+    if profile:
+        _print_allocations(tracemalloc.take_snapshot(), len(names))
+        tracemalloc.stop()
     open_watches = int((await asyncio.to_thread(admin.status))["openWatches"])
 
     cpu_release_start, sandbox_release_start, release_start = _cpu(), _proc_cpu(sandbox_pid), time.monotonic()
@@ -212,7 +219,26 @@ async def _measure(
     }
 
 
-def run_scale(jobs: int, *, namespaces: int, steady: float, rate: float, burst: bool) -> ScaleFigures:
+def _print_allocations(snapshot: tracemalloc.Snapshot, jobs: int) -> None:
+    """Where the waiting jobs' memory is, by allocating line (``--tracemalloc``)."""
+    snapshot = snapshot.filter_traces([tracemalloc.Filter(False, tracemalloc.__file__)])
+    stats = snapshot.statistics("lineno")
+    total = sum(stat.size for stat in stats)
+    print(
+        f"tracemalloc: {total / 2**20:.1f} MiB allocated since the triggers started "
+        f"({total / jobs / 1024:.1f} KiB/job)"
+    )
+    for stat in stats[:20]:
+        frame = stat.traceback[0]
+        print(
+            f"  {stat.size / jobs:8.0f} B/job  {stat.count / jobs:6.1f} blocks/job  "
+            f"{frame.filename}:{frame.lineno}"
+        )
+
+
+def run_scale(
+    jobs: int, *, namespaces: int, steady: float, rate: float, burst: bool, profile: bool = False
+) -> ScaleFigures:
     import tempfile
 
     from tfjob_sandbox.kubeconfig import connection_json
@@ -248,6 +274,7 @@ def run_scale(jobs: int, *, namespaces: int, steady: float, rate: float, burst: 
                     steady=steady,
                     rate=rate,
                     burst=burst,
+                    profile=profile,
                 )
             )
             return ScaleFigures(

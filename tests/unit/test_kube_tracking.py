@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from tfjob_provider.kube.tracking import JobSnapshot, JobTracker, slim_pod
@@ -136,8 +137,13 @@ def test_many_jobs_are_keyed_by_namespace_and_name() -> None:
 
 def test_slim_pods_keep_status_and_identity_but_not_bulk() -> None:
     full = pod("mnist-worker-0")
+    full["status"]["conditions"] = [
+        {"type": kind, "status": "True", "lastTransitionTime": "2025-03-01T11:00:00Z"}
+        for kind in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled")
+    ]
     slim = slim_pod(full)
-    assert slim["status"] == full["status"]
+    # Only the conditions the verdict reads are kept.
+    assert slim["status"] == {**full["status"], "conditions": [full["status"]["conditions"][-1]]}
     assert slim["metadata"]["labels"] == full["metadata"]["labels"]
     assert slim["metadata"]["ownerReferences"] == [
         {"kind": "TFJob", "name": "mnist", "uid": "job-1", "controller": True}
@@ -243,3 +249,13 @@ def test_recreations_of_a_previous_tfjob_under_the_same_name_are_not_counted() -
     tracker.apply_tfjob_event("ADDED", tfjob(uid="job-1"))
     tracker.apply_pod_event("ADDED", replica_pod("Worker", 0, uid="new-b"))
     assert tracker.snapshot(KEY).recreations == {}, "forget() starts the count afresh"
+
+
+def test_slim_copies_share_keys_and_short_strings_between_snapshots() -> None:
+    # Decoded separately, as two watch events are: equal keys and values become one object each.
+    first, second = (slim_pod(json.loads(json.dumps(pod("mnist-worker-0")))) for _ in range(2))
+    key_first = next(k for k in first["status"] if k == "phase")
+    key_second = next(k for k in second["status"] if k == "phase")
+    assert key_first is key_second
+    assert first["status"]["phase"] is second["status"]["phase"]
+    assert first["metadata"]["labels"] == second["metadata"]["labels"]

@@ -20,13 +20,17 @@ from collections.abc import AsyncIterator
 from typing import Any, TypeVar
 
 import aiohttp
-from kubernetes_asyncio.client import ApiClient
-from kubernetes_asyncio.client.exceptions import ApiException
 
 from tfjob_provider.kube import operations as ops
 from tfjob_provider.kube.errors import KubeApiError, unavailable
+from tfjob_provider.kube.lean_import import load_transport
 from tfjob_provider.kube.requests import ApiRequest
 from tfjob_provider.kube.watching import LineBuffer
+
+load_transport()  # before any kubernetes_asyncio import: skips its ~88 MB of generated code
+
+from kubernetes_asyncio.client.api_client import ApiClient  # noqa: E402
+from kubernetes_asyncio.client.exceptions import ApiException  # noqa: E402
 
 T = TypeVar("T")
 
