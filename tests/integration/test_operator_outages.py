@@ -7,6 +7,7 @@ and kubelet keep working, so the TFJob can end before, during or after it — as
 whose API server restarts.  Both modes (worker and deferred), through ``dag.test()``:
 
 * within the budget (180 s by default) the task succeeds on try 1 with its one TFJob;
+* a deferred sensor rides out an outage the same way (and never deletes);
 * longer than the budget (set short through the connection's ``api_outage_budget`` extra) the
   try fails retryable, the TFJob that succeeded meanwhile is left in place — not deleted, not
   trained again — and the next try adopts it.
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tfjob_sandbox.testing import wait_for
+from tfjob_sandbox.testing import unique_name, wait_for
 
 from tests.integration.airflow_harness import load_dag, run_dag, write_dag_file, xcom_value
 from tests.integration.cluster_queries import running_pods_of_dag, tfjobs_of_dag
@@ -197,3 +198,57 @@ def test_an_outage_longer_than_the_budget_leaves_the_tfjob_for_the_next_try(
     assert xcom_value(outcome, "train")["state"] == "Succeeded"
     assert hit > 0
     assert datetime.datetime.now(datetime.timezone.utc) - started < datetime.timedelta(seconds=120)
+
+
+SENSOR_DAG = """
+from __future__ import annotations
+import datetime
+from airflow.sdk import DAG
+from tfjob_provider.sensors.tfjob import TFJobSensor
+
+with DAG("outage_sensor", schedule=None, start_date=datetime.datetime(2024, 1, 1)) as dag:
+    TFJobSensor(task_id="wait", job_name={name!r}, deferrable=True, poke_interval=1, timeout=240)
+"""
+
+
+def test_a_deferred_sensor_rides_out_an_outage(cluster: Any, dags_folder: Path, tmp_path: Path) -> None:
+    from tests.integration.test_sensor_external import sensor_is_waiting
+    from tests.integration.trigger_helpers import delete_tfjob, submit_tfjob, tfjob_exists
+
+    release = tmp_path / "release"
+    name = unique_name("outage-sensor")
+    uid = submit_tfjob(name, command=["python", "-c", WAIT_FOR_RELEASE, str(release)])
+    path = write_dag_file(dags_folder, "outage_sensor", SENSOR_DAG.format(name=name))
+    hit: list[int] = []
+
+    def break_the_api() -> None:
+        try:
+            wait_for(lambda: sensor_is_waiting("outage_sensor", "wait"), timeout=120, what="sensor deferred")
+            time.sleep(1.0)
+            rule = cluster.api_outage(8, kind="503", retry_after=1)
+            cluster.drop_watches(abort=True)
+            time.sleep(2.0)
+            release.touch()  # the job ends during the outage
+            time.sleep(7.0)
+            hit.append(cluster.faults.fired(rule))
+        finally:
+            release.touch()
+
+    breaker = threading.Thread(target=break_the_api, daemon=True)
+    breaker.start()
+    try:
+        outcome = run_dag(load_dag(path, "outage_sensor"))
+    finally:
+        release.touch()
+        breaker.join(60)
+        cluster.clear_api_faults()
+    try:
+        assert (outcome.task("wait").state, outcome.task("wait").try_number) == ("success", 1)
+        assert (xcom_value(outcome, "wait")["uid"], xcom_value(outcome, "wait")["state"]) == (
+            uid,
+            "Succeeded",
+        )
+        assert tfjob_exists(name)  # the sensor never deletes
+        assert hit and hit[0] > 0, "the sensor never met the outage"
+    finally:
+        delete_tfjob(name)
