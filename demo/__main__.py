@@ -68,7 +68,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         workdir=args.workdir,
         step_seconds=args.step_seconds,
         scenarios=scenarios,
-        tf_python=args.tf_python.resolve() if args.tf_python is not None else None,
+        # absolute(), not resolve(): a venv's python is a symlink to the base interpreter, and
+        # run through the resolved path it would not see the venv's packages.
+        tf_python=args.tf_python.absolute() if args.tf_python is not None else None,
         dag_timeout=dag_timeout,
     )
     report = run_demo(settings)

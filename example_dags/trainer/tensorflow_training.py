@@ -83,7 +83,7 @@ def run_tensorflow(
         )
         return PEER_LOST_EXIT
     if result is not None:
-        report(result, log)
+        report(result, log, environ)
     return 0
 
 
