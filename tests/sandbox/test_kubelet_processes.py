@@ -306,6 +306,27 @@ def test_termination_message_from_file_and_from_logs(tmp_path: Path) -> None:
     run(scenario())
 
 
+def test_nothing_in_the_working_directory_shadows_a_module_named_like_the_container(tmp_path: Path) -> None:
+    """The pod directory is the working directory; the kubelet's own files there (logs of the
+    ``tensorflow`` container) must not make ``import tensorflow`` succeed without TensorFlow."""
+    probe = py(
+        "import importlib.util, sys; print('started'); "
+        "sys.exit(0 if importlib.util.find_spec('tensorflow') is None else 1)"
+    )
+
+    async def scenario() -> None:
+        async with running_node(tmp_path, operator=False) as node:
+            node.store.create(PODS, pod_manifest("probe", probe))
+            pod = await wait_for(
+                lambda: phase(node.pod("probe")) in ("Succeeded", "Failed") and node.pod("probe")
+            )
+            assert phase(pod) == "Succeeded", container_status(pod)
+            log = node.kubelet.log_path("default", "probe", "tensorflow")
+            assert log is not None and log.read_text() == "started\n"
+
+    run(scenario())
+
+
 def test_termination_message_path_is_given_in_the_environment(tmp_path: Path) -> None:
     """A program finds its (relocated) terminationMessagePath through the environment, and the
     kubelet reads it on success too."""

@@ -52,6 +52,10 @@ _PULL_BACKOFF = "ImagePullBackOff"
 _START_ERROR = "StartError"
 _CONFIG_ERROR = "CreateContainerConfigError"
 _UNKNOWN_STATUS_MESSAGE = "The container could not be located when the pod was terminated"
+#: Where container logs live inside the pod directory.  A dot name, because the pod directory is a
+#: container's default working directory and so on ``sys.path`` of ``python -c``: a log directory
+#: named after the ``tensorflow`` container made ``import tensorflow`` find it as a namespace package.
+_LOGS = ".logs"
 
 
 class _StalePod(Exception):
@@ -279,14 +283,15 @@ class Kubelet:
                 return None
             directory = self._pod_directory(stored)
             runs = sorted(
-                (int(p.stem) for p in (directory / container).glob("*.log") if p.stem.isdigit()), reverse=True
+                (int(p.stem) for p in (directory / _LOGS / container).glob("*.log") if p.stem.isdigit()),
+                reverse=True,
             )
             if not runs:
                 return None
             run = runs[1] if previous and len(runs) > 1 else (-1 if previous else runs[0])
         if run < 0:
             return None
-        path = directory / container / f"{run}.log"
+        path = directory / _LOGS / container / f"{run}.log"
         return path if path.exists() else None
 
     # -- faults ---------------------------------------------------------------------------------
@@ -611,7 +616,7 @@ class Kubelet:
         cwd.mkdir(parents=True, exist_ok=True)
         self._fresh_termination_message_file(record, container)
         run = container.restart_count
-        log_file = record.directory / container.name / f"{run}.log"
+        log_file = record.directory / _LOGS / container.name / f"{run}.log"
         container.container_id = f"sandbox://{uuid.uuid4().hex}"
         assert self._runner is not None and self._loop is not None
         if self._ports is not None:
@@ -887,7 +892,7 @@ class Kubelet:
             if text:
                 return text
         if exit_code != 0 and container.spec.get("terminationMessagePolicy") == "FallbackToLogsOnError":
-            log_file = record.directory / container.name / f"{container.restart_count}.log"
+            log_file = record.directory / _LOGS / container.name / f"{container.restart_count}.log"
             with contextlib.suppress(OSError):
                 lines = log_file.read_bytes().splitlines(keepends=True)[-_FALLBACK_LOG_LINES:]
                 return b"".join(lines)[-_FALLBACK_LOG_BYTES:].decode(errors="replace")

@@ -89,6 +89,7 @@ class _TFJobDecoratedOperator(DecoratedOperator, TFJobOperator):  # type: ignore
             raise ValueError(f"{task_id}: interpreter must be the name or path of a Python, e.g. 'python3'")
         super().__init__(**kwargs)
         self.interpreter = interpreter
+        self._sent: str | None = None
         self.function_name = check_callable(self.python_callable)
         try:
             self.function_source = self.get_python_source()
@@ -123,8 +124,13 @@ class _TFJobDecoratedOperator(DecoratedOperator, TFJobOperator):  # type: ignore
             env = [{"name": str(key), "value": str(value)} for key, value in self.env.items()]
         else:
             env = [dict(item) for item in self.env]
+        # This operator's own payload from an earlier execute() of the same object is replaced.
+        env = [
+            item for item in env if not (item.get("name") == PAYLOAD_ENV and item.get("value") == self._sent)
+        ]
         if any(item.get("name") == PAYLOAD_ENV for item in env):
             raise AirflowFailException(f"{self.task_id}: env must not set {PAYLOAD_ENV}; @task.tfjob sets it")
+        self._sent = payload
         return [*env, {"name": PAYLOAD_ENV, "value": payload}]
 
     def execute(self, context: Context) -> Any:
