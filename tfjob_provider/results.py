@@ -50,9 +50,11 @@ def deciding_pod(verdict: Verdict | None, pods: Iterable[Mapping[str, Any]]) -> 
     pods = list(pods)
     if verdict is not None and verdict.state is VerdictState.SUCCEEDED and verdict.culprits:
         named = set(verdict.culprits)
-        deciding = [pod for pod in pods if pod_name(pod) in named]
-        if deciding:
-            pods = deciding
+        # The verdict names at most 20 pods: under AllWorkers with more workers, worker-0 may be
+        # one of those left out, and is still the one to read.
+        chosen = log_pod_for(pod for pod in pods if pod_name(pod) in named)
+        if chosen is not None:
+            return chosen
     return log_pod_for(pods)
 
 

@@ -37,6 +37,14 @@ def test_without_a_chief_worker_0_holds_them_also_under_all_workers() -> None:
     assert name_of(deciding_pod(forced, pods)) == f"{JOB_NAME}-worker-0"
 
 
+def test_worker_0_is_found_when_the_verdict_names_only_20_of_many_deciding_workers() -> None:
+    pods = [make_pod("Worker", i, phase="Succeeded") for i in reversed(range(30))]
+    verdict = decide(make_tfjob({"Worker": 30}, success_policy="AllWorkers"), pods, now=NOW)
+    assert verdict.state.value == "Succeeded" and len(verdict.culprits) == 20
+    assert f"{JOB_NAME}-worker-0" not in verdict.culprits
+    assert name_of(deciding_pod(verdict, pods)) == f"{JOB_NAME}-worker-0"
+
+
 def test_a_deleted_deciding_pod_leaves_nothing_to_read() -> None:
     pods = [make_pod("Worker", 1, phase="Succeeded")]
     assert deciding_pod(None, pods) is None
