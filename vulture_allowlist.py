@@ -13,6 +13,7 @@ imports it), so an entry whose name was renamed or removed fails there instead o
 import reprlib
 import types
 
+import kubernetes_asyncio.client
 from kubernetes.client import Configuration
 from kubernetes_asyncio.client import Configuration as AsyncConfiguration
 
@@ -101,3 +102,6 @@ _BoundedRepr.repr_int
 types.ModuleType("").__class__
 types.ModuleType("").__package__
 types.ModuleType("").__loader__
+
+# kubernetes_asyncio reads it when building its aiohttp connector (hooks/tfjob.py sets no limit).
+kubernetes_asyncio.client.Configuration().connection_pool_maxsize

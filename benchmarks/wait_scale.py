@@ -315,3 +315,94 @@ def report_scale(figures: ScaleFigures) -> None:
         f"{100 * figures.sandbox_cpu_steady_s / figures.steady_seconds:.1f} % of a core while steady, "
         f"{figures.sandbox_cpu_release_s:.1f} s while the jobs finished"
     )
+
+
+# --- worker (non-deferrable) mode --------------------------------------------------------------
+
+
+def worker_wait(spec: str) -> None:
+    """One Airflow worker task's wait, in its own process as an executor runs it: prints ``ready``
+    once its client exists, then one JSON line when the wait ends."""
+    import airflow  # noqa: F401  (a worker task process has Airflow loaded)
+
+    from tfjob_provider.hooks.tfjob import TFJobHook
+    from tfjob_provider.operators._worker_wait import wait_in_worker
+    from tfjob_provider.wait_outcome import WaitTarget
+
+    namespace, name, uid = spec.split("/")
+    client = TFJobHook(namespace=namespace).client
+    print("ready", flush=True)
+    outcome = wait_in_worker(client, WaitTarget(name=name, namespace=namespace, uid=uid), poll_interval=10.0)
+    print(json.dumps({"received": time.time(), "status": outcome.status}), flush=True)
+
+
+def run_worker_mode(jobs: int, *, steady: float) -> None:
+    """N worker-mode waits, one process each: threads and RSS per waiting task, requests, latency."""
+    import tempfile
+
+    import psutil
+    from tfjob_sandbox.admin_client import SandboxAdminClient
+    from tfjob_sandbox.kubeconfig import connection_json
+
+    from demo.processes import ProcessGroupSet, new_run_marker
+    from demo.sandbox_process import start_sandbox
+
+    with tempfile.TemporaryDirectory(prefix="bench-wait-worker-") as temp:
+        workdir = Path(temp)
+        with ProcessGroupSet(marker=new_run_marker()) as processes:
+            sandbox = start_sandbox(processes, directory=workdir, env=dict(os.environ), fast_restarts=False)
+            os.environ["AIRFLOW_CONN_KUBERNETES_DEFAULT"] = connection_json(sandbox.kubeconfig)
+            os.environ["BENCH_KUBECONFIG"] = str(sandbox.kubeconfig)
+            admin = SandboxAdminClient.from_kubeconfig(sandbox.kubeconfig)
+            names = job_names(jobs, 1)
+            names_file = workdir / "names.json"
+            names_file.write_text(json.dumps(names))
+            bench = str(Path(__file__).with_name("bench_wait.py"))
+            subprocess.run([sys.executable, bench, "--submit-scripted", str(names_file)], check=True)
+            uids = json.loads((workdir / "uids.json").read_text())["uids"]
+            waiters = [
+                subprocess.Popen(
+                    [sys.executable, bench, "--worker-wait", f"{ns}/{name}/{uids[f'{ns}/{name}']}"],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                    text=True,
+                )
+                for ns, name in names
+            ]
+            for waiter in waiters:
+                assert waiter.stdout is not None
+                if waiter.stdout.readline().strip() != "ready":
+                    raise RuntimeError("a worker-mode wait did not start")
+            time.sleep(5.0)  # every watch open
+            admin.reset_request_counts()
+            start = time.monotonic()
+            cpu_before = sum(_proc_cpu(w.pid) for w in waiters)
+            time.sleep(steady)
+            window = time.monotonic() - start
+            requests = sum(int(row["count"]) for row in admin.request_counts())
+            cpu = sum(_proc_cpu(w.pid) for w in waiters) - cpu_before
+            rss = [psutil.Process(w.pid).memory_info().rss / 2**20 for w in waiters]
+            threads = [psutil.Process(w.pid).num_threads() for w in waiters]
+            admin.end_scripted([(ns, f"{name}-chief-0") for ns, name in names])
+            ends = []
+            for waiter in waiters:
+                assert waiter.stdout is not None
+                ends.append(json.loads(waiter.stdout.readline()))
+                waiter.wait(60)
+            exits = admin.scripted_exits()
+    latencies = [
+        end["received"] - exits[f"{ns}/{name}-chief-0/tensorflow"]
+        for end, (ns, name) in zip(ends, names, strict=True)
+    ]
+    statuses: dict[str, int] = {}
+    for end in ends:
+        statuses[end["status"]] = statuses.get(end["status"], 0) + 1
+    print(
+        f"worker mode: N={jobs} waiting tasks, one process each, events {statuses}\n"
+        f"  per waiting task: RSS {statistics.median(rss):.0f} MB (median; total {sum(rss):.0f} MB), "
+        f"{statistics.median(threads):.0f} threads (main + watch feed + client pool)\n"
+        f"  steady ({window:.0f} s): {requests / jobs / (window / 60):.3f} requests/job/minute, CPU "
+        f"{cpu / (jobs * window / 60) * 1000:.2f} s per 1,000 job-minutes\n"
+        f"  detection latency: p50 {statistics.median(latencies) * 1000:.1f} ms   "
+        f"p99 {_percentile(latencies, 0.99) * 1000:.1f} ms   max {max(latencies) * 1000:.1f} ms"
+    )

@@ -45,6 +45,9 @@ def test_one_async_client_per_connection_and_loop(hook_sandbox: Sandbox, default
         second = await TFJobHook().get_async_client()
         assert first is second
         await first.run(ops.check_tfjob_served(first.session))
+        # No connection limit: each namespace's two watch streams hold a connection for minutes,
+        # and aiohttp's pool of 100 would stall triggers waiting in more than ~50 namespaces.
+        assert first.api_client.rest_client.pool_manager.connector.limit == 0
         await close_async_clients()
 
     asyncio.run(scenario())

@@ -456,6 +456,11 @@ class TFJobHook(BaseHook):
 
         if settings.disable_verify_ssl:
             configuration.verify_ssl = False
+        # The shared watch holds one connection per open stream (two per namespace) for minutes at
+        # a time; under kubernetes_asyncio's default pool of 100 connections, triggers in more than
+        # ~50 namespaces would queue behind streams that never give theirs back.  Ordinary requests
+        # are bounded by the client-side rate limit, so the pool needs no limit of its own.
+        configuration.connection_pool_maxsize = 0  # aiohttp: no limit
         return AsyncTFJobClient(ApiClient(configuration=configuration), session=self._session(settings))
 
     # --- Airflow UI -----------------------------------------------------------------------------
