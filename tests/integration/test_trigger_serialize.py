@@ -40,6 +40,7 @@ def test_serialize_returns_the_exact_classpath_and_kwargs() -> None:
                 "oom_is_retryable": True,
                 "pending_timeout": None,
                 "image_pull_fail_fast": True,
+                "image_pull_timeout": 300.0,
             },
             "poll_interval": 5.0,
             "cancel_on_kill": False,
