@@ -276,3 +276,15 @@ def test_a_failed_condition_ahead_of_its_pods_is_judged_again_with_the_cause() -
     assert confirmed is not None and confirmed.verdict is not None
     assert confirmed.verdict.culprits == ("mnist-evaluator-0",) and confirmed.verdict.retryable is False
     assert not target().needs_confirmation(confirmed)  # the operator's Failed, with its cause: certain
+
+
+def test_a_success_event_stays_small_even_with_the_largest_message() -> None:
+    """Airflow stores trigger events in its database: the message is the one large field, capped
+    one character over Kubernetes' limit even when a status carries more."""
+    pods = [make_pod("Chief", phase="Succeeded", terminated_message="m" * 100_000)]
+    pods += [make_pod("Worker", i, phase="Succeeded") for i in range(50)]
+    outcome = target().judge(make_tfjob({"Chief": 1, "Worker": 50}), pods, now=NOW)
+    assert outcome is not None and outcome.status == "success"
+    event = json.dumps(outcome.with_recreations({"Worker": 50, "Chief": 3}).to_event())
+    assert len(outcome.outputs_message or "") == 4097
+    assert len(event) < 8 * 1024
