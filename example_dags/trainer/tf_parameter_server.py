@@ -17,12 +17,12 @@ fails with ``UnavailableError`` and the chief exits with the retryable peer-lost
 is retried and resumes from the last checkpoint); a lost chief ends the job.
 
 ``--fail-at-step`` on a server: the server follows the chief's progress file
-(``<checkpoint-dir>/chief-0.json``) and crashes when the chief reaches the step.
+(``<checkpoint-dir>/chief-0.json``, :class:`trainer.following.ChiefProgress`) and crashes when
+the chief reaches the step.
 """
 
 from __future__ import annotations
 
-import socket
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -31,11 +31,12 @@ import tensorflow as tf  # type: ignore[import-not-found, unused-ignore]
 
 from trainer.checkpoints import DONE_MARKER, Checkpoint, CheckpointStore
 from trainer.failures import crash, should_fail
+from trainer.following import ChiefProgress, wait_until_listening
 from trainer.options import TrainerOptions
 from trainer.results import TrainingResult
 from trainer.tf_config import ClusterRole
 from trainer.tf_model import BATCH_PER_REPLICA, Checkpoints, RegressionModel, make_dataset
-from trainer.training import ReplicaLog, chief_tag
+from trainer.training import ReplicaLog
 
 #: Batches the coordinator schedules per step (spread over the workers that are up).
 BATCHES_PER_STEP = 4
@@ -43,32 +44,6 @@ BATCHES_PER_STEP = 4
 PEER_STARTUP_TIMEOUT = 600.0
 #: How often a server looks at the chief's progress and the DONE marker.
 FOLLOW_INTERVAL = 0.2
-
-
-def wait_until_listening(addresses: list[str], *, timeout: float, log: ReplicaLog) -> None:
-    """Block until every ``host:port`` accepts a TCP connection.
-
-    Why: replica pods start in any order and TensorFlow takes seconds to import; the
-    coordinator's first contact with a server that is not up yet fails instead of waiting, and a
-    failed first contact would fail the job although nothing was lost.
-    """
-    deadline = time.monotonic() + timeout
-    waiting = list(addresses)
-    announced = False
-    while waiting:
-        host, _, port = waiting[0].rpartition(":")
-        try:
-            with socket.create_connection((host, int(port)), timeout=1.0):
-                waiting.pop(0)
-                continue
-        except OSError:
-            pass
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{waiting[0]} did not start listening within {timeout:.0f}s")
-        if not announced:
-            log(f"waiting for {', '.join(waiting)} to start listening")
-            announced = True
-        time.sleep(0.2)
 
 
 def coordinate(
@@ -141,20 +116,11 @@ def serve(
         server.join()
         return
     log(f"{role.type} server on {address}: serving until the chief finishes")
-    started = time.time()
-    chief = chief_tag(role)
-    progress = store.load(chief)
-    # Steps the chief finished before this server started are not "reached" by it.
-    reached = progress.step + 1 if progress is not None else 1
-    while True:
-        if store.has_marker_since(DONE_MARKER, started):
-            log("the chief finished training: stopping")
-            return
-        progress = store.load(chief)
-        current = progress.step + 1 if progress is not None else 1
-        plan = options.failure
-        for step in range(reached + 1, current + 1):
+    progress = ChiefProgress(store, role, started=time.time())
+    plan = options.failure
+    while not progress.finished():
+        for step in progress.newly_reached():
             if plan is not None and should_fail(plan, step=step, role=role, environ=environ, store=store):
                 crash(plan, step=step, steps=options.steps, role=role, store=store, log=log)
-        reached = max(reached, current)
         time.sleep(FOLLOW_INTERVAL)
+    log("the chief finished training: stopping")
