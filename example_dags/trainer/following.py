@@ -14,8 +14,7 @@ import time
 from collections.abc import Callable
 
 from trainer.checkpoints import DONE_MARKER, CheckpointStore
-from trainer.tf_config import ClusterRole
-from trainer.training import chief_tag
+from trainer.tf_config import ClusterRole, chief_tag
 
 Connect = Callable[[tuple[str, int], float], socket.socket]
 

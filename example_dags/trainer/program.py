@@ -47,4 +47,4 @@ def main(
         return run_tensorflow(options, role, store=store, environ=environment, log=log)
     if role.trains:
         return train(options, role, store=store, environ=environment, log=log)
-    return serve(options, role, store=store, log=log)
+    return serve(options, role, store=store, log=log, environ=environment)

@@ -119,3 +119,11 @@ def _members(cluster: object) -> dict[str, dict[int, str]]:
             raise TFConfigError(problem)
         members[str(kind).lower()] = dict(pairs)
     return members
+
+
+def chief_tag(role: ClusterRole) -> str:
+    """Tag of the replica whose checkpoints evaluators and servers follow (the chief, else worker 0)."""
+    for kind in ("chief", "master"):
+        if role.cluster.get(kind):
+            return f"{kind}-0"
+    return "worker-0"

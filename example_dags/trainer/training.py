@@ -17,9 +17,10 @@ from typing import TextIO
 
 from trainer.checkpoints import DONE_MARKER, Checkpoint, CheckpointStore, finished_marker
 from trainer.failures import remember_failure, should_fail
+from trainer.following import ChiefProgress
 from trainer.options import TrainerOptions
 from trainer.results import TrainingResult, report
-from trainer.tf_config import ClusterRole
+from trainer.tf_config import ClusterRole, chief_tag
 
 Sleep = Callable[[float], None]
 #: Seconds between "still serving" lines of a parameter server or evaluator.
@@ -46,14 +47,6 @@ def loss_at(step: int, *, replica_index: int = 0) -> float:
     """A plausible, deterministic loss curve: the same step always shows the same loss, so a resumed
     run continues the curve instead of jumping."""
     return round(2.0 * 0.8**step + 0.05 + 0.01 * replica_index / (step + 1), 4)
-
-
-def chief_tag(role: ClusterRole) -> str:
-    """Tag of the replica whose checkpoint an evaluator follows (the chief, else worker 0)."""
-    for kind in ("chief", "master"):
-        if role.cluster.get(kind):
-            return f"{kind}-0"
-    return "worker-0"
 
 
 def training_peers(role: ClusterRole) -> list[str]:
@@ -197,10 +190,17 @@ def serve(
     *,
     store: CheckpointStore,
     log: ReplicaLog,
+    environ: Mapping[str, str] | None = None,
     sleep: Sleep = time.sleep,
     clock: Callable[[], float] = time.monotonic,
 ) -> int:
-    """Parameter server or evaluator: serve until the chief is done (or the pod is deleted)."""
+    """Parameter server or evaluator: serve until the chief is done (or the pod is deleted).
+
+    A ``--fail-at-step`` plan that names this replica crashes it when the chief reaches the step
+    (it follows the chief's checkpoints, :class:`trainer.following.ChiefProgress`).
+    """
+    plan = options.failure
+    follow = ChiefProgress(store, role, started=time.time()) if plan is not None and store.enabled else None
     what = "evaluating the chief's checkpoints" if role.type == "evaluator" else "serving variables"
     until = "until the chief finishes" if store.enabled else "until the training operator deletes this pod"
     log(f"{what} {until}")
@@ -208,6 +208,13 @@ def serve(
     started = last_heartbeat = clock()
     evaluated_step = 0
     while True:
+        for step in follow.newly_reached() if follow is not None else ():
+            if plan is not None and should_fail(
+                plan, step=step, role=role, environ=environ or {}, store=store
+            ):
+                remember_failure(plan, step=step, role=role, store=store)
+                log(f"simulated crash at step {step}/{options.steps}: exiting with status {plan.exit_code}")
+                return plan.exit_code
         if role.type == "evaluator":
             checkpoint = store.load(chief_tag(role))
             if checkpoint is not None and checkpoint.step > evaluated_step:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import trainer.tensorflow_training
 from trainer.checkpoints import DONE_MARKER, Checkpoint, CheckpointStore, finished_marker
-from trainer.options import TrainerOptions
+from trainer.options import TrainerOptions, parse_options
 from trainer.program import main
 from trainer.tf_config import ClusterRole
 from trainer.training import (
@@ -149,6 +149,23 @@ def test_evaluator_follows_the_chief_checkpoint_and_stops_when_done(tmp_path: Pa
         "[evaluator-0] evaluated checkpoint of step 2: eval_loss=1.1000",
         "[evaluator-0] the chief finished training: stopping",
     ]
+
+
+def test_a_named_parameter_server_crashes_when_the_chief_reaches_the_step(tmp_path: Path) -> None:
+    store = CheckpointStore(tmp_path)
+    store.save("chief-0", Checkpoint(step=1, loss=1.0))  # step 2 was being trained when the PS started
+    argv = ["--steps", "5", "--checkpoint-dir", str(tmp_path), "--fail-at-step", "3", "--exit-code", "137"]
+    options = parse_options([*argv, "--fail-replica", "ps:0"])
+    out = io.StringIO()
+    chief_steps = iter([2, 3])
+
+    def chief_trains(seconds: float) -> None:
+        store.save("chief-0", Checkpoint(step=next(chief_steps), loss=0.5))
+
+    role = ClusterRole("ps", 0, {"chief": {0: "c:1"}, "ps": {0: "p:1"}})
+    status = serve(options, role, store=store, log=ReplicaLog("ps-0", out), environ={}, sleep=chief_trains)
+    assert status == 137
+    assert out.getvalue().splitlines()[-1] == "[ps-0] simulated crash at step 3/5: exiting with status 137"
 
 
 def test_parameter_server_stops_on_the_stop_file(tmp_path: Path) -> None:
