@@ -54,6 +54,8 @@ def submit_scripted(names_file: Path) -> None:
     core = client.CoreV1Api(config.new_client_from_config(config_file=os.environ["BENCH_KUBECONFIG"]))
     hook = TFJobHook(rate_limit=RateLimit(rate=5000.0, burst=5000))
     started = time.monotonic()
+    for namespace in sorted({namespace for namespace, _ in names} - {"default"}):
+        core.create_namespace({"metadata": {"name": namespace}})
     uids: dict[str, str] = {}
     for namespace, name in names:
         manifest = build_tfjob(
