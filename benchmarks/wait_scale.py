@@ -20,6 +20,7 @@ instant its event arrives.  One run:
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import statistics
@@ -185,6 +186,17 @@ async def _measure(
         tracemalloc.stop()
     open_watches = int((await asyncio.to_thread(admin.status))["openWatches"])
 
+    pauses: list[float] = []  # full (generation 2) collections while the jobs finish
+    gc_started = [0.0]
+
+    def on_gc(phase: str, info: dict[str, Any]) -> None:
+        if info.get("generation") == 2:
+            if phase == "start":
+                gc_started[0] = time.perf_counter()
+            else:
+                pauses.append(time.perf_counter() - gc_started[0])
+
+    gc.callbacks.append(on_gc)
     cpu_release_start, sandbox_release_start, release_start = _cpu(), _proc_cpu(sandbox_pid), time.monotonic()
     pods = [(namespace, f"{name}-chief-0") for namespace, name in names]
     if burst:
@@ -197,6 +209,7 @@ async def _measure(
         await asyncio.sleep(max(0.0, pause - (time.monotonic() - began)))
     release_seconds = time.monotonic() - release_start
     await asyncio.wait_for(asyncio.gather(*tasks), timeout=600)
+    gc.callbacks.remove(on_gc)
     cpu_release, sandbox_release = _cpu() - cpu_release_start, _proc_cpu(sandbox_pid) - sandbox_release_start
     exits = await asyncio.to_thread(admin.scripted_exits)
     await close_async_clients()
@@ -218,6 +231,7 @@ async def _measure(
         "sandbox_cpu_release_s": sandbox_release,
         "sandbox_rss_mb": sandbox_rss,
         "watches": open_watches,
+        "extra": {"gc_full": len(pauses), "gc_max_ms": 1000 * max(pauses, default=0.0)},
     }
 
 
@@ -315,7 +329,9 @@ def report_scale(figures: ScaleFigures) -> None:
         f"{figures.cpu_release_s:.1f} s while the jobs finished\n"
         f"  sandbox process: RSS {figures.sandbox_rss_mb:.0f} MB, CPU "
         f"{100 * figures.sandbox_cpu_steady_s / figures.steady_seconds:.1f} % of a core while steady, "
-        f"{figures.sandbox_cpu_release_s:.1f} s while the jobs finished"
+        f"{figures.sandbox_cpu_release_s:.1f} s while the jobs finished\n"
+        f"  full garbage collections in the waiting process while the jobs finished: "
+        f"{figures.extra.get('gc_full', 0)}, longest {figures.extra.get('gc_max_ms', 0.0):.0f} ms"
     )
 
 
