@@ -70,10 +70,6 @@ class Ending:
     xcoms: dict[str, Any] = field(default_factory=dict)
     report: str | None = None
 
-    @property
-    def delete(self) -> bool:
-        return self.delete_reason is not None
-
 
 def needs_report(outcome: WaitOutcome) -> bool:
     """Whether :func:`conclude` wants the culprit-first failure report (pods, logs, events) for

@@ -143,9 +143,9 @@ def test_the_ending_of_every_outcome(row: Row) -> None:
     )
     assert ending.kind == row.kind
     if row.delete is None:
-        assert ending.delete_reason is None and not ending.delete
+        assert ending.delete_reason is None
     else:
-        assert ending.delete and ending.delete_reason is not None
+        assert ending.delete_reason is not None
         assert row.delete in ending.delete_reason
     assert (ending.result is not None) == (row.kind == "success")
     failed_with_verdict = row.outcome.status == "failed" and row.outcome.verdict is not None
