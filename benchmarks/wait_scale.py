@@ -172,6 +172,14 @@ async def _measure(
             failed = next(task for task in tasks if task.done())
             raise RuntimeError(f"a trigger ended before any job finished: {failed.result()!r} {statuses}")
         await asyncio.sleep(0.5)
+    # "Ready" means listed; the watch streams open after the lists, behind the same token bucket
+    # (5 requests/s): 100 namespaces take ~80 s to open their 200 streams.  A steady window
+    # started before that counts the openings as steady requests.
+    wanted_streams = 2 * len(spaces)
+    while True:
+        if int((await asyncio.to_thread(admin.status))["openWatches"]) >= wanted_streams:
+            break
+        await asyncio.sleep(0.5)
     await asyncio.sleep(2.0)
 
     await asyncio.to_thread(admin.reset_request_counts)
@@ -231,7 +239,15 @@ async def _measure(
         "sandbox_cpu_release_s": sandbox_release,
         "sandbox_rss_mb": sandbox_rss,
         "watches": open_watches,
-        "extra": {"gc_full": len(pauses), "gc_max_ms": 1000 * max(pauses, default=0.0)},
+        "extra": {
+            "gc_full": len(pauses),
+            "gc_max_ms": 1000 * max(pauses, default=0.0),
+            "steady_rows": rows,
+            "slowest": sorted(
+                ((lat, f"{ns}/{name}") for lat, (ns, name) in zip(latencies, names, strict=True)),
+                reverse=True,
+            )[:5],
+        },
     }
 
 
@@ -333,6 +349,10 @@ def report_scale(figures: ScaleFigures) -> None:
         f"  full garbage collections in the waiting process while the jobs finished: "
         f"{figures.extra.get('gc_full', 0)}, longest {figures.extra.get('gc_max_ms', 0.0):.0f} ms"
     )
+    for row in figures.extra.get("steady_rows", []):
+        print(f"  steady request: {row['verb']} {row['resource']} x{row['count']}")
+    slowest = ", ".join(f"{job} {latency * 1000:.0f} ms" for latency, job in figures.extra.get("slowest", []))
+    print(f"  slowest detections: {slowest}")
 
 
 # --- worker (non-deferrable) mode --------------------------------------------------------------
