@@ -12,13 +12,18 @@ from tfjob_sandbox.testing import sync_api_client
 from tests.integration.airflow_harness import load_dag, run_dag, write_dag_file, xcom_value
 from tfjob_provider.constants import ANNOTATION_TRY_NUMBER
 
-#: First run: record itself and die as if OOM-killed (137); later runs: record and succeed.
+#: First run: record itself and, a few seconds later, die as if OOM-killed (137); later runs:
+#: record and succeed.  The delay puts the crash inside the wait: recreations are counted by the
+#: waiter's watch, and a deferred task's trigger starts watching only after the task deferred, so a
+#: pod replaced before that is (rightly) not seen being replaced.
 CRASH_ONCE = """
-import os, sys
+import os, sys, time
 runs = os.path.join(sys.argv[1], "runs")
 first = not os.path.exists(runs)
 with open(runs, "a") as f:
     f.write(os.environ.get("TRY", "-") + "\\n")
+if first:
+    time.sleep(4)
 sys.exit(137 if first else 0)
 """
 
