@@ -161,9 +161,21 @@ def test_leftovers_are_found_by_marker_and_by_directory_then_killed(tmp_path: Pa
 def test_no_process_left_behind_reports_and_kills_what_escaped(tmp_path: Path) -> None:
     marker = new_run_marker()
     report: list = []
-    with no_process_left_behind(marker=marker, directory=tmp_path, report=report, settle=0.5):
-        escapee = subprocess.Popen(
-            ["sleep", "60"], env={**os.environ, RUN_MARKER: marker}, start_new_session=True
-        )
-    assert [stray.pid for stray in report] == [escapee.pid]
-    assert escapee.wait(timeout=5) == -signal.SIGKILL
+    escapee = subprocess.Popen(
+        ["sleep", "60"], env={**os.environ, RUN_MARKER: marker}, start_new_session=True
+    )
+    try:
+        with no_process_left_behind(marker=marker, directory=tmp_path, report=report, settle=0.5):
+            # Wait until the scan sees the escapee before the block ends: one clean-clone run's
+            # scan, made right after Popen returned, missed it (cause not found).
+            deadline = time.monotonic() + 10
+            while escapee.pid not in {p.pid for p in leftover_processes(marker=marker, directory=tmp_path)}:
+                assert time.monotonic() < deadline, "the escapee never showed its run marker in /proc"
+                time.sleep(0.05)
+        assert [stray.pid for stray in report] == [escapee.pid]
+        assert escapee.wait(timeout=5) == -signal.SIGKILL
+    finally:
+        # Never leak the child into later tests (an unreaped Popen is a ResourceWarning there).
+        if escapee.poll() is None:
+            escapee.kill()
+        escapee.wait()
