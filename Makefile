@@ -15,8 +15,12 @@ LINTED := tfjob_provider tfjob-sandbox/tfjob_sandbox demo tests benchmarks examp
 # its own lock (pinned tensorflow-cpu and every dependency, with hashes).
 VENV_TF := .venv-tf
 TF_LOCK := example_dags/trainer/requirements-tf.lock
+# The Kubeflow Training SDK, a peer that benchmarks/bench_peers.py measures: a venv of its own
+# (it pins its own kubernetes client), from a hashed lock. Not needed by make test.
+VENV_SDK := .venv-sdk
+SDK_LOCK := benchmarks/peers/requirements-sdk.lock
 
-.PHONY: install venv-tf test lint typecheck demo demo-tf dist clean
+.PHONY: install venv-tf venv-sdk test lint typecheck demo demo-tf dist clean
 
 install: $(VENV)/.installed
 
@@ -35,6 +39,14 @@ $(VENV_TF)/.installed: $(TF_LOCK) | $(UV)
 	rm -rf $(VENV_TF)
 	$(UV) venv --quiet --python "$$(command -v $(PYTHON))" $(VENV_TF)
 	$(UV) pip sync --quiet --require-hashes --python $(VENV_TF)/bin/python $(TF_LOCK)
+	touch $@
+
+venv-sdk: $(VENV_SDK)/.installed
+
+$(VENV_SDK)/.installed: $(SDK_LOCK) | $(UV)
+	rm -rf $(VENV_SDK)
+	$(UV) venv --quiet --python "$$(command -v $(PYTHON))" $(VENV_SDK)
+	$(UV) pip sync --quiet --require-hashes --python $(VENV_SDK)/bin/python $(SDK_LOCK)
 	touch $@
 
 # ruff, the import-layer contracts, and vulture: code of the product that nothing in the product
@@ -69,4 +81,4 @@ dist: install
 	$(BIN)/python -m tests.packaging.distributions dist
 
 clean:
-	rm -rf $(VENV) $(VENV_TF) .tools .pytest_cache .mypy_cache .ruff_cache dist
+	rm -rf $(VENV) $(VENV_TF) $(VENV_SDK) .tools .pytest_cache .mypy_cache .ruff_cache dist

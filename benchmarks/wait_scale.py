@@ -30,7 +30,11 @@ import time
 import tracemalloc
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from demo.processes import ProcessGroupSet
+    from demo.sandbox_process import RunningSandbox
 
 SCRIPT_ANNOTATION = "tfjob-sandbox/script"
 
@@ -39,6 +43,20 @@ def job_names(jobs: int, namespaces: int) -> list[tuple[str, str]]:
     """(namespace, name) of each job, spread round-robin over the namespaces."""
     spaces = ["default"] if namespaces <= 1 else [f"team-{index:03d}" for index in range(namespaces)]
     return [(spaces[index % len(spaces)], f"scale-{index:05d}") for index in range(jobs)]
+
+
+def start_bench_sandbox(processes: ProcessGroupSet, workdir: Path) -> RunningSandbox:
+    """The sandbox CLI for one benchmark run (the real kubelet's restart back-off), its kubeconfig
+    published to this process and its children: ``AIRFLOW_CONN_KUBERNETES_DEFAULT`` for the
+    hooks, ``BENCH_KUBECONFIG`` for the rest."""
+    from tfjob_sandbox.kubeconfig import connection_json
+
+    from demo.sandbox_process import start_sandbox
+
+    sandbox = start_sandbox(processes, directory=workdir, env=dict(os.environ), fast_restarts=False)
+    os.environ["AIRFLOW_CONN_KUBERNETES_DEFAULT"] = connection_json(sandbox.kubeconfig)
+    os.environ["BENCH_KUBECONFIG"] = str(sandbox.kubeconfig)
+    return sandbox
 
 
 def submit_scripted(names_file: Path) -> None:
@@ -273,17 +291,12 @@ def run_scale(
 ) -> ScaleFigures:
     import tempfile
 
-    from tfjob_sandbox.kubeconfig import connection_json
-
     from demo.processes import ProcessGroupSet, new_run_marker
-    from demo.sandbox_process import start_sandbox
 
     with tempfile.TemporaryDirectory(prefix="bench-wait-scale-") as temp:
         workdir = Path(temp)
         with ProcessGroupSet(marker=new_run_marker()) as processes:
-            sandbox = start_sandbox(processes, directory=workdir, env=dict(os.environ), fast_restarts=False)
-            os.environ["AIRFLOW_CONN_KUBERNETES_DEFAULT"] = connection_json(sandbox.kubeconfig)
-            os.environ["BENCH_KUBECONFIG"] = str(sandbox.kubeconfig)
+            sandbox = start_bench_sandbox(processes, workdir)
             names = job_names(jobs, namespaces)
             names_file = workdir / "names.json"
             names_file.write_text(json.dumps(names))
@@ -380,17 +393,13 @@ def run_worker_mode(jobs: int, *, steady: float) -> None:
 
     import psutil
     from tfjob_sandbox.admin_client import SandboxAdminClient
-    from tfjob_sandbox.kubeconfig import connection_json
 
     from demo.processes import ProcessGroupSet, new_run_marker
-    from demo.sandbox_process import start_sandbox
 
     with tempfile.TemporaryDirectory(prefix="bench-wait-worker-") as temp:
         workdir = Path(temp)
         with ProcessGroupSet(marker=new_run_marker()) as processes:
-            sandbox = start_sandbox(processes, directory=workdir, env=dict(os.environ), fast_restarts=False)
-            os.environ["AIRFLOW_CONN_KUBERNETES_DEFAULT"] = connection_json(sandbox.kubeconfig)
-            os.environ["BENCH_KUBECONFIG"] = str(sandbox.kubeconfig)
+            sandbox = start_bench_sandbox(processes, workdir)
             admin = SandboxAdminClient.from_kubeconfig(sandbox.kubeconfig)
             names = job_names(jobs, 1)
             names_file = workdir / "names.json"
