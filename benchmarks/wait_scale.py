@@ -167,6 +167,7 @@ async def _measure(
     admin = SandboxAdminClient.from_kubeconfig(kubeconfig)
     client = await TFJobHook().get_async_client()
     rss_base = _rss_mb()
+    tracked_base = _tracked_by_type()
     if profile:
         tracemalloc.start(8)
     received: dict[str, float] = {}
@@ -211,6 +212,7 @@ async def _measure(
         _print_allocations(tracemalloc.take_snapshot(), len(names))
         tracemalloc.stop()
     open_watches = int((await asyncio.to_thread(admin.status))["openWatches"])
+    tracked_waiting = _tracked_by_type()
 
     pauses: list[float] = []  # full (generation 2) collections while the jobs finish
     gc_started = [0.0]
@@ -259,6 +261,12 @@ async def _measure(
         "watches": open_watches,
         "extra": {
             "gc_full": len(pauses),
+            "tracked_base": sum(tracked_base.values()),
+            "tracked_waiting": sum(tracked_waiting.values()),
+            "tracked_growth": sorted(
+                ((count - tracked_base.get(kind, 0), kind) for kind, count in tracked_waiting.items()),
+                reverse=True,
+            )[:8],
             "gc_max_ms": 1000 * max(pauses, default=0.0),
             "steady_rows": rows,
             "slowest": sorted(
@@ -267,6 +275,16 @@ async def _measure(
             )[:5],
         },
     }
+
+
+def _tracked_by_type() -> dict[str, int]:
+    """The objects the garbage collector tracks, by type: a full collection visits every one of
+    them, so their number per waiting job sets the length of the pauses."""
+    counts: dict[str, int] = {}
+    for obj in gc.get_objects():
+        kind = type(obj).__name__
+        counts[kind] = counts.get(kind, 0) + 1
+    return counts
 
 
 def _print_allocations(snapshot: tracemalloc.Snapshot, jobs: int) -> None:
@@ -361,6 +379,14 @@ def report_scale(figures: ScaleFigures) -> None:
         f"{figures.sandbox_cpu_release_s:.1f} s while the jobs finished\n"
         f"  full garbage collections in the waiting process while the jobs finished: "
         f"{figures.extra.get('gc_full', 0)}, longest {figures.extra.get('gc_max_ms', 0.0):.0f} ms"
+    )
+    base, waiting = figures.extra.get("tracked_base", 0), figures.extra.get("tracked_waiting", 0)
+    growth = ", ".join(
+        f"{kind} {count / figures.jobs:.1f}" for count, kind in figures.extra.get("tracked_growth", [])
+    )
+    print(
+        f"  objects tracked by the garbage collector: {base:,} before the triggers, {waiting:,} with them "
+        f"({(waiting - base) / figures.jobs:.1f} per waiting job: {growth})"
     )
     for row in figures.extra.get("steady_rows", []):
         print(f"  steady request: {row['verb']} {row['resource']} x{row['count']}")

@@ -43,6 +43,24 @@ from tfjob_provider.policy import (
 from tfjob_provider.reporting import job_times, pod_name
 from tfjob_provider.results import deciding_pod, termination_message
 
+SETTLE_SECONDS: Final = 1.0
+"""How long a snapshot whose verdict needs a fresh read waits for the other stream first.
+
+The TFJob and its pods arrive on two streams, so a trigger can wake between them: the pods stream
+shows the worker the training operator is deleting under ``cleanPodPolicy`` while the TFJob's
+``Succeeded`` condition, written in the same reconcile, is still in flight on the other
+connection. Judged at once, that snapshot needs a confirmation read (two requests through the
+connection's token bucket of 5 requests/s). With 1,000 waits over 100 namespaces most finishing
+jobs woke in that gap, so confirmations queued behind the bucket and detection took up to 130 s.
+On a healthy connection the other stream delivers within milliseconds; one second also covers a
+busy event loop, and a failure that really needs the read is reported one second later — nothing
+beside the requests it saves.
+
+The worker (non-deferrable) wait does not settle: it has a connection and token bucket of its
+own, so its confirmation read never queues behind other jobs', and judging at once keeps the
+verdict on the pods as they ended (a second later the training operator may have killed the
+restarted replicas, and the killed container's 143 would hide the exit code that decided)."""
+
 OutcomeStatus = Literal["success", "failed", "timeout", "error"]
 OUTCOME_STATUSES: Final[tuple[str, ...]] = get_args(OutcomeStatus)
 
@@ -428,6 +446,7 @@ class WaitTarget:
 __all__ = [
     "FRESH_READ_ORDER",
     "OUTCOME_STATUSES",
+    "SETTLE_SECONDS",
     "OutcomeStatus",
     "WaitOutcome",
     "WaitTarget",

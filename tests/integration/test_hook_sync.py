@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -229,6 +230,46 @@ def test_lists_are_paged_through_the_sandbox_and_joined(hook_sandbox: Sandbox, n
     assert [page.get("limit") for page in pages] == ["2", "2", "2"]
     assert pages[0].get("continue") is None and all(page.get("continue") for page in pages[1:])
     assert int(body["metadata"]["resourceVersion"]) > 0
+
+
+def test_a_paged_list_shrinks_each_page_before_asking_for_the_next(
+    hook_sandbox: Sandbox, namespace: str
+) -> None:
+    """With ``shrink``, the whole objects of a page are cut down as the page arrives: at no point
+    does the list hold more than one page of whole objects (the triggerer's peak memory)."""
+    from tfjob_provider.kube import operations as ops
+    from tfjob_provider.kube import requests as rq
+    from tfjob_provider.kube.tracking import JobTracker
+
+    client = explicit_hook(hook_sandbox, namespace=namespace).client
+    batch = unique_name("shrunk")
+    for index in range(5):
+        manifest = tfjob_manifest(f"{batch}-{index}", runPolicy={"suspend": True})
+        manifest["metadata"]["labels"] = {"batch": batch}
+        client.create_tfjob(manifest, namespace=namespace)
+
+    events: list[str] = []
+
+    def counting_send(session: ops.Session, request: rq.ApiRequest) -> ops.Operation[ops.Response]:
+        events.append("page")
+        return ops.call(session, request)
+
+    tracker = JobTracker(namespace=namespace, slim=True)
+
+    def shrink(item: Mapping[str, Any]) -> Mapping[str, Any]:
+        events.append("shrink")
+        return tracker.shrink_tfjob(item)
+
+    request = rq.list_tfjobs(namespace=namespace, label_selector=f"batch={batch}")
+    body = client.run(ops.call_list(client.session, request, send=counting_send, page_size=2, shrink=shrink))
+    assert events == ["page", "shrink", "shrink", "page", "shrink", "shrink", "page", "shrink"]
+    assert all("managedFields" not in item["metadata"] for item in body["items"])
+    templates = [item["spec"]["tfReplicaSpecs"]["Worker"]["template"] for item in body["items"]]
+    assert all(set(template) == {"spec"} for template in templates)
+    assert all(set(template["spec"]) == {"containers"} for template in templates)
+    assert tracker.relist_tfjobs(body["items"], shrunk=True) == {
+        (namespace, f"{batch}-{index}") for index in range(5)
+    }
 
 
 def connection_with(sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch, **extra: Any) -> None:

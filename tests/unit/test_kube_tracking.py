@@ -101,6 +101,20 @@ def test_relist_replaces_and_drops_vanished_pods() -> None:
     assert names(snapshot) == ["mnist-worker-1"] and snapshot.pods[0]["status"]["phase"] == "Succeeded"
 
 
+def test_a_shrunk_relist_keeps_the_items_as_given_and_an_unshrunk_one_cuts_them() -> None:
+    """The shared watch shrinks listed items page by page (``call_list(shrink=...)``) and relists
+    with ``shrunk=True``: the tracker must not cut them a second time, nor skip cutting otherwise."""
+    whole = pod("mnist-worker-0", uid="a")
+    tracker = JobTracker(namespace=NS, slim=True)
+    shrunk = tracker.shrink_pod(whole)
+    assert "managedFields" not in shrunk["metadata"]
+    tracker.relist_pods([shrunk], shrunk=True)
+    assert tracker.snapshot(KEY).pods[0] is shrunk
+    tracker.relist_pods([whole])
+    kept = tracker.snapshot(KEY).pods[0]
+    assert kept is not whole and kept == shrunk
+
+
 def test_tfjob_deleted_by_event() -> None:
     tracker = JobTracker(namespace=NS)
     tracker.apply_tfjob_event("ADDED", tfjob())

@@ -238,8 +238,14 @@ def call_list(
     *,
     send: Callable[[Session, ApiRequest], Operation[Response]] = call,
     page_size: int = LIST_PAGE_SIZE,
+    shrink: Callable[[Mapping[str, Any]], Any] | None = None,
 ) -> Operation[dict[str, Any]]:
     """A LIST read in pages of ``page_size`` (``limit`` + ``continue``), returned as one body.
+
+    ``shrink`` is applied to each item as its page arrives, so what a list holds at its peak is
+    the kept copies plus one page of whole objects, not every whole object at once: a triggerer
+    listing 10,000 TFJobs and 20,000 pods otherwise decodes hundreds of megabytes it frees a
+    moment later, and the freed memory stays with the process (scattered among the kept objects).
 
     The pages of one LIST are one consistent snapshot, so the result carries the snapshot's
     ``metadata.resourceVersion`` (from the last page) and a watch can start from it exactly as
@@ -256,7 +262,10 @@ def call_list(
                 response = yield from send(session, page_request)
                 body = parse_json(response, page_request)
                 page = body.get("items")
-                items.extend(page if isinstance(page, list) else [])
+                page = page if isinstance(page, list) else []
+                if shrink is not None:
+                    page = [shrink(item) if isinstance(item, Mapping) else item for item in page]
+                items.extend(page)
                 found = body.get("metadata")
                 metadata: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
                 token = str(metadata.get("continue") or "")
@@ -428,6 +437,9 @@ class WatchedStream:
     watch: ListWatch
     apply: Callable[[str, Mapping[str, Any]], set[JobKey]]
     relist: Callable[[list[Mapping[str, Any]]], set[JobKey]]
+    #: applied to each listed item as its page arrives (see :func:`call_list`); ``relist`` then
+    #: receives the shrunk items.
+    shrink: Callable[[Mapping[str, Any]], Any] | None = None
     generation: int = 0
     open: bool = False
 
@@ -479,7 +491,9 @@ def _relist_where_needed(
     for stream in streams:
         if stream.watch.needs_list:
             request = stream.watch.next_request()
-            body = yield from call_list(session, request, send=partial(call, outage=state.outage))
+            body = yield from call_list(
+                session, request, send=partial(call, outage=state.outage), shrink=stream.shrink
+            )
             changed |= stream.relist(stream.watch.on_list(body))
             relisted = True
     if state.initial or (relisted and changed):
@@ -585,8 +599,20 @@ def job_streams(
         settings=session.watch,
     )
     return [
-        WatchedStream("tfjobs", tfjob_watch, tracker.apply_tfjob_event, tracker.relist_tfjobs),
-        WatchedStream("pods", pod_watch, tracker.apply_pod_event, tracker.relist_pods),
+        WatchedStream(
+            "tfjobs",
+            tfjob_watch,
+            tracker.apply_tfjob_event,
+            partial(tracker.relist_tfjobs, shrunk=True),
+            shrink=tracker.shrink_tfjob,
+        ),
+        WatchedStream(
+            "pods",
+            pod_watch,
+            tracker.apply_pod_event,
+            partial(tracker.relist_pods, shrunk=True),
+            shrink=tracker.shrink_pod,
+        ),
     ]
 
 

@@ -311,10 +311,12 @@ class JobTracker:
     def _wanted(self, key: JobKey | None) -> bool:
         return key is not None and (self._only is None or key in self._only)
 
-    def _slim_tfjob(self, obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    def shrink_tfjob(self, obj: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The copy of a TFJob this tracker keeps (slim, or just without ``managedFields``)."""
         return slim_tfjob(obj) if self._slim else strip_managed_fields(obj)
 
-    def _slim_pod(self, obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    def shrink_pod(self, obj: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The copy of a pod this tracker keeps (slim, or just without ``managedFields``)."""
         return slim_pod(obj) if self._slim else strip_managed_fields(obj)
 
     # -- TFJobs
@@ -327,19 +329,23 @@ class JobTracker:
             if self._tfjobs.pop(key, None) is not None or key in self._seen:
                 self._deleted.add(key)
             return {key}
-        self._tfjobs[key] = self._slim_tfjob(obj)
+        self._tfjobs[key] = self.shrink_tfjob(obj)
         self._seen.add(key)
         self._deleted.discard(key)
         return {key}
 
-    def relist_tfjobs(self, items: Iterable[Mapping[str, Any]]) -> set[JobKey]:
-        """Replace every tracked TFJob by the list's; jobs missing from it count as deleted."""
+    def relist_tfjobs(self, items: Iterable[Mapping[str, Any]], *, shrunk: bool = False) -> set[JobKey]:
+        """Replace every tracked TFJob by the list's; jobs missing from it count as deleted.
+
+        ``shrunk``: the items already went through :meth:`shrink_tfjob` (a paged LIST shrinks
+        each page as it arrives, so a list of 10,000 jobs never holds them all whole).
+        """
         fresh: dict[JobKey, Mapping[str, Any]] = {}
         for obj in items:
             key = _key_of_tfjob(obj, self._namespace)
             if self._wanted(key):
                 assert key is not None
-                fresh[key] = self._slim_tfjob(obj)
+                fresh[key] = obj if shrunk else self.shrink_tfjob(obj)
         changed = set(self._tfjobs) | set(fresh)
         for key in set(self._tfjobs) - set(fresh):
             self._deleted.add(key)
@@ -378,11 +384,12 @@ class JobTracker:
                 self._pods.pop(key, None)
             return {key}
         self._note_incarnation(key, obj)
-        pods[str(name)] = self._slim_pod(obj)
+        pods[str(name)] = self.shrink_pod(obj)
         return {key}
 
-    def relist_pods(self, items: Iterable[Mapping[str, Any]]) -> set[JobKey]:
-        """Replace every tracked pod by the list's (pods that vanished meanwhile are dropped)."""
+    def relist_pods(self, items: Iterable[Mapping[str, Any]], *, shrunk: bool = False) -> set[JobKey]:
+        """Replace every tracked pod by the list's (pods that vanished meanwhile are dropped);
+        ``shrunk`` as for :meth:`relist_tfjobs`."""
         fresh: dict[JobKey, dict[str, Mapping[str, Any]]] = {}
         for obj in items:
             key = _key_of_pod(obj, self._namespace)
@@ -390,7 +397,7 @@ class JobTracker:
             if self._wanted(key) and name:
                 assert key is not None
                 self._note_incarnation(key, obj)
-                fresh.setdefault(key, {})[str(name)] = self._slim_pod(obj)
+                fresh.setdefault(key, {})[str(name)] = obj if shrunk else self.shrink_pod(obj)
         changed = set(self._pods) | set(fresh)
         self._pods = fresh
         return changed

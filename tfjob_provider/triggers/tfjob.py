@@ -33,26 +33,21 @@ from tfjob_provider.kube import operations as ops
 from tfjob_provider.kube.errors import KubeApiError, NotFoundError
 from tfjob_provider.kube.shared_watch import SharedJobWatch, Subscription
 from tfjob_provider.policy import Rules
-from tfjob_provider.wait_outcome import WaitOutcome, WaitTarget, has_succeeded, parse_utc, uid_of, utc_now
+from tfjob_provider.wait_outcome import (
+    SETTLE_SECONDS,
+    WaitOutcome,
+    WaitTarget,
+    has_succeeded,
+    parse_utc,
+    uid_of,
+    utc_now,
+)
 
 if TYPE_CHECKING:
     from tfjob_provider.kube.async_client import AsyncTFJobClient
     from tfjob_provider.kube.tracking import JobSnapshot
 
 CLASSPATH = "tfjob_provider.triggers.tfjob.TFJobTrigger"
-
-SETTLE_SECONDS = 1.0
-"""How long a snapshot whose verdict needs a fresh read waits for the other stream first.
-
-The TFJob and its pods arrive on two streams, so a trigger can wake between them: the pods
-stream shows the worker the training operator is deleting under ``cleanPodPolicy`` while the
-TFJob's ``Succeeded`` condition, written in the same reconcile, is still in flight on the other
-connection.  Judged at once, that snapshot needs a confirmation read (two requests through the
-connection's shared token bucket of 5 requests/s).  With 1,000 waits over 100 namespaces most
-finishing jobs woke in that gap, so confirmations queued behind the bucket and detection took
-up to 130 s.  On a healthy triggerer the other stream delivers within milliseconds; one second
-also covers a busy event loop, and a failure that really needs the read is reported one second
-later — nothing beside the requests it saves."""
 
 
 def describe_error(error: BaseException) -> str:
