@@ -77,6 +77,29 @@ class Subscription:
         assert self._latest is not None
         return self._latest
 
+    async def next_within(self, timeout: float) -> JobSnapshot | None:
+        """The next snapshot, or ``None`` when none arrives within ``timeout`` seconds.
+
+        Why not ``asyncio.wait_for(subscription.__anext__(), timeout)``: it wraps the wait in a
+        new Task each time (with its coroutine, context and registry entry), and a triggerer
+        holding 10,000 waits re-arms every one of them each ``poll_interval``.  A timer on the
+        subscription's own event costs one timer handle.  (It also spares the ``TimeoutError``
+        that is not the built-in one before Python 3.11.)
+        """
+        if self._delivered == self._version and self._error is None:
+            self._changed.clear()
+            timer = asyncio.get_running_loop().call_later(max(0.0, timeout), self._changed.set)
+            try:
+                await self._changed.wait()
+            finally:
+                timer.cancel()
+        if self._delivered == self._version:
+            if self._error is not None:
+                raise self._error
+            return None
+        self._delivered = self._version
+        return self._latest
+
 
 class SharedJobWatch:
     """The shared streams of one client (connection + event loop) and namespace.

@@ -21,7 +21,6 @@ the deferred task — deletes the TFJob.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator, Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -189,8 +188,7 @@ class TFJobTrigger(BaseTrigger):
                 tfjob = snapshot.tfjob if snapshot is not None else None
                 pause = target.seconds_until_recheck(tfjob, now=now, interval=self.poll_interval)
                 # On a timeout, time alone may have changed the outcome: judge the same snapshot again.
-                with contextlib.suppress(TimeoutError):
-                    snapshot = await asyncio.wait_for(subscription.__anext__(), timeout=pause)
+                snapshot = await subscription.next_within(pause) or snapshot
 
     async def _settle(
         self, target: WaitTarget, snapshot: JobSnapshot, subscription: Subscription
@@ -203,10 +201,10 @@ class TFJobTrigger(BaseTrigger):
             remaining = deadline - asyncio.get_running_loop().time()
             if not target.needs_confirmation(outcome) or remaining <= 0:
                 break
-            try:
-                snapshot = await asyncio.wait_for(subscription.__anext__(), timeout=remaining)
-            except TimeoutError:
+            newer = await subscription.next_within(remaining)
+            if newer is None:
                 break
+            snapshot = newer
         return snapshot
 
     async def _judge(
