@@ -17,18 +17,24 @@ one after another, each in a process of its own so that its CPU and RSS are its 
 Every job and pod is created before the first wait starts and runs until the benchmark ends it
 (``{}``: run until ended), so the three steady windows see the same sandbox.  For each wait:
 a steady window (API requests from the sandbox's counters, CPU of the waiting process), then the
-chiefs (pods) are ended at ``rate`` per second through the admin API, and detection latency is
-the sandbox's recorded exit instant → the instant the waiter knew.  The peers' children report
+chiefs (pods) are ended at ``rate`` per second through the admin API (the peers' in a shuffled
+order), and detection latency is
+the sandbox's recorded exit instant → the instant the waiter knew.  Both peers poll, so their N
+waits start spread over one polling interval, as the waits of separately started tasks would
+be (started together, all N would poll in step and one release phase would decide every
+latency); ours does not poll and needs no spreading.  The peers' children report
 on their log: one ``peer-ready {json}`` line once every wait is under way, one ``peer-done
 {json}`` line (receive instants, own CPU seconds) when all returned.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import io
 import json
-import logging
 import os
+import random
 import statistics
 import sys
 import tempfile
@@ -159,20 +165,21 @@ def pod_trigger_kwargs(pods: list[tuple[str, str]]) -> list[dict[str, Any]]:
     from airflow.providers.common.compat.sdk import TaskDeferred
     from kubernetes.client import models as k8s
 
-    logging.getLogger("airflow.task.operators").setLevel(logging.WARNING)  # one info line per pod
     built = []
-    for namespace, name in pods:
-        operator = KubernetesPodOperator(
-            task_id=name, name=name, namespace=namespace, image="busybox", deferrable=True
-        )
-        operator.pod = k8s.V1Pod(metadata=k8s.V1ObjectMeta(name=name, namespace=namespace))
-        try:
-            operator.invoke_defer_method()
-        except TaskDeferred as deferred:
-            _, kwargs = deferred.trigger.serialize()
-        else:
-            raise RuntimeError("KubernetesPodOperator.invoke_defer_method did not defer")
-        built.append({**kwargs, "trigger_start_time": kwargs["trigger_start_time"].isoformat()})
+    # The operator logs one info line per deferral to stdout: not this benchmark's output.
+    with contextlib.redirect_stdout(io.StringIO()):
+        for namespace, name in pods:
+            operator = KubernetesPodOperator(
+                task_id=name, name=name, namespace=namespace, image="busybox", deferrable=True
+            )
+            operator.pod = k8s.V1Pod(metadata=k8s.V1ObjectMeta(name=name, namespace=namespace))
+            try:
+                operator.invoke_defer_method()
+            except TaskDeferred as deferred:
+                _, kwargs = deferred.trigger.serialize()
+            else:
+                raise RuntimeError("KubernetesPodOperator.invoke_defer_method did not defer")
+            built.append({**kwargs, "trigger_start_time": kwargs["trigger_start_time"].isoformat()})
     return built
 
 
@@ -238,7 +245,11 @@ def drive_peer(
     cpu_end, sandbox_end = wait_scale._proc_cpu(process.pid), wait_scale._proc_cpu(sandbox_pid)
     rss_waiting = wait_scale._rss_mb(process.pid)
     threads = psutil.Process(process.pid).num_threads()
-    end_at_rate(admin, ends, rate)
+    # The waits started in this order, spread over one polling interval: ending them in the same
+    # order at a similar pace would give every wait the same exit-to-poll phase.
+    shuffled = list(ends)
+    random.Random(12).shuffle(shuffled)
+    end_at_rate(admin, shuffled, rate)
     line = wait_for_line(process, lambda text: text.startswith(DONE), timeout=DONE_TIMEOUT, what="every wait")
     done = json.loads(line[len(DONE) :])
     if done.get("errors"):
@@ -389,7 +400,7 @@ def report_peers(results: list[WaitFigures], *, steady: float, rate: float) -> N
         f"\nN = {ours.jobs} per wait on one sandbox; steady windows of {steady:.0f} s; "
         f"exits {rate:.0f}/s\n\n"
         "| wait | detection p50 / p99 / max | p50 x ours | steady requests / job / min "
-        "| CPU s per 1,000 job-min (x ours) | CPU s for the N ends | waiting-process RSS "
+        "| CPU s per 1,000 job-min (x ours) | CPU s, first end to last detection | waiting-process RSS "
         "(before the waits) | RSS x ours | sandbox CPU, steady |\n"
         "|---|---|---|---|---|---|---|---|---|"
     )
