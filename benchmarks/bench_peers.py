@@ -16,6 +16,7 @@ numbers are noisy while other work shares the machine (the load average is print
 
     make venv-sdk
     .venv/bin/python benchmarks/bench_peers.py [--jobs 100] [--steady 60] [--release-rate 50]
+    .venv/bin/python benchmarks/bench_peers.py --read-costs 300   # where the peers' CPU goes
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import os
 import tempfile
 from pathlib import Path
 
+import peer_reads
 import wait_peers
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,6 +43,12 @@ def main() -> None:
         default=ROOT / ".venv-sdk" / "bin" / "python",
         help="interpreter with kubeflow-training (make venv-sdk)",
     )
+    parser.add_argument(
+        "--read-costs",
+        type=int,
+        metavar="READS",
+        help="instead: CPU per status read of each polling peer, READS reads each (benchmarks/peer_reads.py)",
+    )
     parser.add_argument("--ours", type=Path, help=argparse.SUPPRESS)  # internal: ours' child
     parser.add_argument("--pod-triggers", type=Path, help=argparse.SUPPRESS)  # internal: the pod triggers
     args = parser.parse_args()
@@ -54,8 +62,13 @@ def main() -> None:
         parser.error(f"--sdk-python {args.sdk_python} does not exist: run `make venv-sdk` first")
     if args.jobs < 1:
         parser.error(f"--jobs must be at least 1, got {args.jobs}")
+    if args.read_costs is not None and args.read_costs < 1:
+        parser.error(f"--read-costs must be at least 1, got {args.read_costs}")
     os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="bench-peers-airflow-"))
     os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+    if args.read_costs is not None:
+        peer_reads.run_read_costs(args.read_costs, sdk_python=args.sdk_python)
+        return
     print("bench_peers: wall-clock figures are noisy while other work shares the machine.", flush=True)
     results = wait_peers.run_peers(
         args.jobs, steady=args.steady, rate=args.release_rate, sdk_python=args.sdk_python
