@@ -173,10 +173,10 @@ class SharedJobWatch:
 
     def _dispatch(self, changed: set[JobKey], initial: bool) -> Iterable[ops.Effect]:
         # Work in proportion to what changed, never to the number of subscribers: with 10,000
-        # waits an event touches one or two jobs, and copying the subscriber keys per event
-        # (as this did) cost more CPU than everything else the triggerer did while jobs finished.
+        # waits an event touches one or two jobs, and copying the subscriber keys per event cost
+        # more CPU than everything else the triggerer did while the jobs finished.
         self.ready = True
-        for key in changed | set(self.subscribers) if initial else changed:
+        for key in (changed | set(self.subscribers)) if initial else changed:
             subscriptions = self.subscribers.get(key)
             if subscriptions:
                 snapshot = self.tracker.snapshot(key)
