@@ -1,0 +1,240 @@
+"""What the JobSet controller does next with a JobSet's Jobs: which are current, success, failure.
+
+Replays, on the Jobs as the API server returns them, the upstream controller's rules
+(kubernetes-sigs/jobset ``pkg/controllers``: ``getChildJobs``, ``success_policy.go``,
+``failure_policy.go``): Jobs of an older restart attempt are not counted; the success policy
+completes the JobSet when enough targeted Jobs are Complete; the first matching failure policy
+rule (or, without a policy, failing at once) decides what a failed Job does to the set.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final
+
+from tfjob_provider._jobset import names
+from tfjob_provider._policy.readers import as_int, as_list, as_mapping, as_str, is_true, parse_time
+
+FAIL_JOBSET: Final = "FailJobSet"
+RESTART_JOBSET: Final = "RestartJobSet"
+RESTART_JOBSET_IGNORE_MAX: Final = "RestartJobSetAndIgnoreMaxRestarts"
+RESTART_JOB: Final = "RestartJob"
+RESTART_JOB_IGNORE_MAX: Final = "RestartJobAndIgnoreMaxRestarts"
+#: The action of a failure policy without a matching rule (the upstream KEP's default).
+_DEFAULT_ACTION: Final = RESTART_JOBSET
+_JOB_RESTART_ATTEMPT: Final = "jobset.sigs.k8s.io/job-restart-attempt"
+
+
+@dataclass(frozen=True)
+class ChildJob:
+    """One child Job, read once: where it belongs and how it ended (if it did)."""
+
+    job: Mapping[str, Any]
+    name: str
+    uid: str | None
+    replicated_job: str | None
+    job_index: int | None
+    #: ``Complete``, ``Failed`` or None (still active).
+    finished: str | None
+    failure_reason: str
+    failure_message: str
+    failed_at: datetime | None
+
+
+@dataclass(frozen=True)
+class FailureOutcome:
+    """What the failure policy does about the failed Jobs: fail the set, or restart (part of) it."""
+
+    action: str
+    fails: bool
+    #: The failed Job the action was chosen for (the earliest one matching the rule).
+    job: ChildJob
+    rule: str | None
+
+
+def _condition(job: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
+    for item in as_list(as_mapping(job.get("status")).get("conditions")):
+        condition = as_mapping(item)
+        if condition.get("type") == kind and is_true(condition.get("status")):
+            return condition
+    return None
+
+
+def read_job(job: Mapping[str, Any]) -> ChildJob:
+    metadata = as_mapping(job.get("metadata"))
+    labels = as_mapping(metadata.get("labels"))
+    failed = _condition(job, names.JOB_FAILED)
+    finished = (
+        names.JOB_FAILED if failed else names.JOB_COMPLETE if _condition(job, names.JOB_COMPLETE) else None
+    )
+    failure = failed or {}
+    return ChildJob(
+        job=job,
+        name=as_str(metadata.get("name")) or "?",
+        uid=as_str(metadata.get("uid")),
+        replicated_job=as_str(labels.get(names.LABEL_REPLICATED_JOB)) or None,
+        job_index=as_int(labels.get(names.LABEL_JOB_INDEX)),
+        finished=finished,
+        failure_reason=as_str(failure.get("reason")) or "",
+        failure_message=as_str(failure.get("message")) or "",
+        failed_at=parse_time(failure.get("lastTransitionTime")),
+    )
+
+
+def _job_restarts(jobset: Mapping[str, Any], replicated_job: str | None, key: str) -> list[int]:
+    for status in as_list(as_mapping(jobset.get("status")).get("replicatedJobsStatus")):
+        status = as_mapping(status)
+        if status.get("name") == replicated_job:
+            return [as_int(value) or 0 for value in as_list(status.get(key))]
+    return []
+
+
+def is_current(jobset: Mapping[str, Any], job: ChildJob) -> bool:
+    """Whether *job* belongs to the JobSet's current run (``getChildJobs``'s "previous" test).
+
+    A Job whose ``restart-attempt`` label is below ``status.restarts`` (or, with individual Job
+    restarts, whose ``job-restart-attempt`` is below its index's count) is being replaced.
+    """
+    labels = as_mapping(as_mapping(job.job.get("metadata")).get("labels"))
+    attempt = as_int(labels.get(names.LABEL_RESTART_ATTEMPT))
+    if attempt is None or attempt < (as_int(as_mapping(jobset.get("status")).get("restarts")) or 0):
+        return False
+    individual = as_int(labels.get(_JOB_RESTART_ATTEMPT))
+    if individual is None or job.job_index is None:
+        return True
+    targets = _job_restarts(jobset, job.replicated_job, "jobRestarts")
+    return not (0 <= job.job_index < len(targets) and individual < targets[job.job_index])
+
+
+def _replicated_jobs(spec: Mapping[str, Any]) -> list[tuple[str, int]]:
+    found: list[tuple[str, int]] = []
+    for item in as_list(spec.get("replicatedJobs")):
+        rjob = as_mapping(item)
+        name = as_str(rjob.get("name"))
+        if name:
+            replicas = as_int(rjob.get("replicas"))
+            found.append((name, 1 if replicas is None else replicas))
+    return found
+
+
+def success_policy_met(spec: Mapping[str, Any], jobs: Sequence[ChildJob]) -> bool:
+    """``executeSuccessPolicy``: enough targeted Jobs Complete (All: every replica; Any: one).
+
+    No ``successPolicy`` is the webhook's default, ``All`` over every replicated Job.
+    """
+    policy = as_mapping(spec.get("successPolicy"))
+    operator = as_str(policy.get("operator")) or "All"
+    targets = [str(name) for name in as_list(policy.get("targetReplicatedJobs"))]
+    successful = [job for job in jobs if job.finished == names.JOB_COMPLETE]
+    if not successful:
+        return False
+    matching = sum(1 for job in successful if not targets or job.replicated_job in targets)
+    if operator == "Any":
+        expected = 1
+    elif operator == "All":
+        expected = sum(count for name, count in _replicated_jobs(spec) if not targets or name in targets)
+    else:
+        return False
+    return matching >= expected
+
+
+def _matches_message(patterns: Sequence[Any], message: str) -> bool:
+    for pattern in patterns:
+        try:
+            if re.search(str(pattern), message):
+                return True
+        except re.error:
+            continue  # the controller logs an invalid pattern and goes on
+    return False
+
+
+def _rule_applies(rule: Mapping[str, Any], job: ChildJob) -> bool:
+    reasons = as_list(rule.get("onJobFailureReasons"))
+    if reasons and job.failure_reason not in reasons:
+        return False
+    patterns = as_list(rule.get("onJobFailureMessagePatterns"))
+    if patterns and not _matches_message(patterns, job.failure_message):
+        return False
+    if job.replicated_job is None:
+        return False
+    targets = as_list(rule.get("targetReplicatedJobs"))
+    return not targets or job.replicated_job in targets
+
+
+def _earliest(jobs: Sequence[ChildJob]) -> ChildJob | None:
+    earliest: ChildJob | None = None
+    for job in jobs:
+        if job.failed_at is None:
+            continue
+        if earliest is None or earliest.failed_at is None or job.failed_at < earliest.failed_at:
+            earliest = job
+    return earliest
+
+
+def restarts_counted(jobset: Mapping[str, Any]) -> int:
+    """Restarts that count towards ``maxRestarts``: of the set and of single Jobs."""
+    status = as_mapping(jobset.get("status"))
+    total = as_int(status.get("restartsCountTowardsMax")) or 0
+    for item in as_list(status.get("replicatedJobsStatus")):
+        total += sum(
+            as_int(value) or 0 for value in as_list(as_mapping(item).get("jobRestartsCountTowardsMax"))
+        )
+    return total
+
+
+def failure_outcome(jobset: Mapping[str, Any], failed: Sequence[ChildJob]) -> FailureOutcome | None:
+    """``executeFailurePolicy`` for the current run's failed Jobs; None when no Job has failed."""
+    with_condition = [job for job in failed if job.finished == names.JOB_FAILED]
+    if not with_condition:
+        return None
+    spec = as_mapping(jobset.get("spec"))
+    first = _earliest(with_condition) or with_condition[0]
+    if spec.get("failurePolicy") is None:
+        return FailureOutcome(FAIL_JOBSET, True, first, None)
+    policy = as_mapping(spec.get("failurePolicy"))
+    action, job, rule_name = _DEFAULT_ACTION, first, None
+    for rule in as_list(policy.get("rules")):
+        rule = as_mapping(rule)
+        matched = _earliest([candidate for candidate in with_condition if _rule_applies(rule, candidate)])
+        if matched is not None:
+            action, job, rule_name = str(rule.get("action")), matched, as_str(rule.get("name"))
+            break
+    limit = as_int(policy.get("maxRestarts")) or 0
+    if action in (RESTART_JOBSET, RESTART_JOB):
+        fails = restarts_counted(jobset) >= limit
+    else:
+        fails = action not in (RESTART_JOBSET_IGNORE_MAX, RESTART_JOB_IGNORE_MAX)
+    return FailureOutcome(action, fails, job, rule_name)
+
+
+def _catches_all(rule: Mapping[str, Any]) -> bool:
+    keys = ("onJobFailureReasons", "onJobFailureMessagePatterns", "targetReplicatedJobs")
+    return not any(as_list(rule.get(key)) for key in keys)
+
+
+def may_restart(jobset: Mapping[str, Any]) -> bool:
+    """Whether some Job failure could still make the controller restart instead of failing the set.
+
+    Used before any Job has failed, when the failure's reason is not known yet: true when an
+    action reachable in the failure policy (the rules up to the first that matches every failure,
+    else also the default ``RestartJobSet``) restarts and has restarts left.
+    """
+    spec = as_mapping(jobset.get("spec"))
+    if spec.get("failurePolicy") is None:
+        return False
+    policy = as_mapping(spec.get("failurePolicy"))
+    actions: set[str] = set()
+    for rule in as_list(policy.get("rules")):
+        rule = as_mapping(rule)
+        actions.add(str(rule.get("action")))
+        if _catches_all(rule):
+            break
+    else:
+        actions.add(_DEFAULT_ACTION)
+    if actions & {RESTART_JOBSET_IGNORE_MAX, RESTART_JOB_IGNORE_MAX}:
+        return True
+    limit = as_int(policy.get("maxRestarts")) or 0
+    return bool(actions & {RESTART_JOBSET, RESTART_JOB}) and restarts_counted(jobset) < limit
