@@ -120,25 +120,32 @@ def _replicated_jobs(spec: Mapping[str, Any]) -> list[tuple[str, int]]:
     return found
 
 
-def success_policy_met(spec: Mapping[str, Any], jobs: Sequence[ChildJob]) -> bool:
-    """``executeSuccessPolicy``: enough targeted Jobs Complete (All: every replica; Any: one).
+def jobs_matching_success_policy(spec: Mapping[str, Any], jobs: Sequence[ChildJob]) -> int:
+    """How many of *jobs* belong to a replicated Job the success policy targets (all, if none)."""
+    targets = [
+        str(name) for name in as_list(as_mapping(spec.get("successPolicy")).get("targetReplicatedJobs"))
+    ]
+    return sum(1 for job in jobs if not targets or job.replicated_job in targets)
 
-    No ``successPolicy`` is the webhook's default, ``All`` over every replicated Job.
-    """
+
+def jobs_expected_to_succeed(spec: Mapping[str, Any]) -> int:
+    """Complete Jobs the success policy needs: ``Any`` one; ``All`` every targeted replica."""
     policy = as_mapping(spec.get("successPolicy"))
-    operator = as_str(policy.get("operator")) or "All"
+    operator = as_str(policy.get("operator")) or "All"  # the webhook's default
+    if operator == "Any":
+        return 1
+    if operator != "All":
+        return 0
     targets = [str(name) for name in as_list(policy.get("targetReplicatedJobs"))]
+    return sum(count for name, count in _replicated_jobs(spec) if not targets or name in targets)
+
+
+def success_policy_met(spec: Mapping[str, Any], jobs: Sequence[ChildJob]) -> bool:
+    """``executeSuccessPolicy``: once a Job is Complete, enough targeted ones complete the set."""
     successful = [job for job in jobs if job.finished == names.JOB_COMPLETE]
     if not successful:
         return False
-    matching = sum(1 for job in successful if not targets or job.replicated_job in targets)
-    if operator == "Any":
-        expected = 1
-    elif operator == "All":
-        expected = sum(count for name, count in _replicated_jobs(spec) if not targets or name in targets)
-    else:
-        return False
-    return matching >= expected
+    return jobs_matching_success_policy(spec, successful) >= jobs_expected_to_succeed(spec)
 
 
 def _matches_message(patterns: Sequence[Any], message: str) -> bool:
@@ -151,7 +158,8 @@ def _matches_message(patterns: Sequence[Any], message: str) -> bool:
     return False
 
 
-def _rule_applies(rule: Mapping[str, Any], job: ChildJob) -> bool:
+def rule_applies(rule: Mapping[str, Any], job: ChildJob) -> bool:
+    """``ruleIsApplicable``: the Job's failure reason, message and replicated Job all match."""
     reasons = as_list(rule.get("onJobFailureReasons"))
     if reasons and job.failure_reason not in reasons:
         return False
@@ -165,11 +173,12 @@ def _rule_applies(rule: Mapping[str, Any], job: ChildJob) -> bool:
 
 
 def _earliest(jobs: Sequence[ChildJob]) -> ChildJob | None:
+    """The Job that failed first (a failure without a time counts as the latest); None if empty."""
     earliest: ChildJob | None = None
     for job in jobs:
-        if job.failed_at is None:
-            continue
-        if earliest is None or earliest.failed_at is None or job.failed_at < earliest.failed_at:
+        if earliest is None or (
+            job.failed_at is not None and (earliest.failed_at is None or job.failed_at < earliest.failed_at)
+        ):
             earliest = job
     return earliest
 
@@ -185,6 +194,21 @@ def restarts_counted(jobset: Mapping[str, Any]) -> int:
     return total
 
 
+def first_matching_rule(
+    rules: Sequence[Any], failed: Sequence[ChildJob]
+) -> tuple[Mapping[str, Any], ChildJob] | None:
+    """``findFirstFailedPolicyRuleAndJob``: the first rule any failed Job matches, and the Job
+    that failed earliest among those it matches."""
+    for item in rules:
+        rule = as_mapping(item)
+        matched = _earliest(
+            [job for job in failed if job.finished == names.JOB_FAILED and rule_applies(rule, job)]
+        )
+        if matched is not None:
+            return rule, matched
+    return None
+
+
 def failure_outcome(jobset: Mapping[str, Any], failed: Sequence[ChildJob]) -> FailureOutcome | None:
     """``executeFailurePolicy`` for the current run's failed Jobs; None when no Job has failed."""
     with_condition = [job for job in failed if job.finished == names.JOB_FAILED]
@@ -195,13 +219,11 @@ def failure_outcome(jobset: Mapping[str, Any], failed: Sequence[ChildJob]) -> Fa
     if spec.get("failurePolicy") is None:
         return FailureOutcome(FAIL_JOBSET, True, first, None)
     policy = as_mapping(spec.get("failurePolicy"))
-    action, job, rule_name = _DEFAULT_ACTION, first, None
-    for rule in as_list(policy.get("rules")):
-        rule = as_mapping(rule)
-        matched = _earliest([candidate for candidate in with_condition if _rule_applies(rule, candidate)])
-        if matched is not None:
-            action, job, rule_name = str(rule.get("action")), matched, as_str(rule.get("name"))
-            break
+    matched = first_matching_rule(as_list(policy.get("rules")), with_condition)
+    if matched is None:
+        action, job, rule_name = _DEFAULT_ACTION, first, None
+    else:
+        action, job, rule_name = str(matched[0].get("action")), matched[1], as_str(matched[0].get("name"))
     limit = as_int(policy.get("maxRestarts")) or 0
     if action in (RESTART_JOBSET, RESTART_JOB):
         fails = restarts_counted(jobset) >= limit
