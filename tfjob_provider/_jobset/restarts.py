@@ -20,8 +20,6 @@ NEVER: Final = "Never"
 ON_FAILURE: Final = "OnFailure"
 EXIT_CODE: Final = "ExitCode"
 ALWAYS: Final = "Always"
-#: The policies a Job can carry (a Job's pods may not restart ``Always``).
-TRANSLATABLE: Final = (NEVER, ON_FAILURE, EXIT_CODE)
 
 #: Linux exit codes a container can end with besides 0 (128 + N: killed by signal N).
 _NON_ZERO_EXIT_CODES: Final = range(1, 256)

@@ -239,7 +239,6 @@ def _failure_time(job: ChildJob) -> str | None:
 
 
 def _failed_condition(
-    name: str,
     failure: FailureOutcome | None,
     written: Mapping[str, Any] | None,
     rjobs: Mapping[str, ReplicatedJob],
@@ -306,9 +305,7 @@ def read_jobset(jobset: Mapping[str, Any], jobs: Sequence[Any], pods: Sequence[A
         conditions.append({"type": "Restarting", "status": "True"})
     predicted_failure = failure is not None and failure.fails and not external and completed is None
     if failed is not None or predicted_failure:
-        conditions.append(
-            _failed_condition(name or "?", failure if failure and failure.fails else None, failed, rjobs)
-        )
+        conditions.append(_failed_condition(failure if failure and failure.fails else None, failed, rjobs))
     elif completed is not None or (
         not external and failure is None and success_policy_met(spec, list(current.values()))
     ):
