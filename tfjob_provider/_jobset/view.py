@@ -223,7 +223,8 @@ def _slotted_pods(
                 continue  # a pod of a Job of an older run
         elif (_index(labels.get(_RESTART_ATTEMPT)) or 0) < restarts:
             continue
-        rjob = rjobs.get(labels.get(_REPLICATED_JOB))  # type: ignore[arg-type]
+        rjob_name = labels.get(_REPLICATED_JOB)
+        rjob = rjobs.get(rjob_name) if type(rjob_name) is str else None
         if rjob is None:
             continue
         slot = (rjob.replica_type, _slot_index(labels, pod_metadata, rjob.completions))
