@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from tests.unit.factories import NOW
 from tests.unit.jobset_states import child_job, jobset_condition, jobset_pod, make_jobset
 from tests.unit.test_policy_robustness import any_json, assert_well_formed
-from tfjob_provider._jobset import decide_jobset, names
+from tfjob_provider._jobset import decide_jobset, names, tfjob_to_jobset
+from tfjob_provider.manifest import ManifestError, build_tfjob
 
 
 def _baseline() -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
@@ -80,3 +81,36 @@ def test_the_baseline_reaches_the_interesting_paths() -> None:
     verdict = decide_jobset(*BASELINE, now=NOW)
     assert_well_formed(verdict)
     assert verdict.state.value in ("Restarting", "Failed")
+
+
+TFJOB = build_tfjob(
+    name="mnist",
+    image="trainer:1",
+    chief=1,
+    worker={"replicas": 2, "restart_policy": "ExitCode"},
+    ps=1,
+    env={"A": "1"},
+    volumes=[{"name": "data", "emptyDir": {}}],
+    volume_mounts=[{"name": "data", "mountPath": "/data"}],
+    backoff_limit=3,
+)
+TFJOB_PATHS = [path for path in _paths(TFJOB) if path]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(TFJOB_PATHS), any_json), min_size=1, max_size=3))
+def test_any_manifest_is_translated_or_refused_with_problems(
+    changes: list[tuple[tuple[Any, ...], Any]],
+) -> None:
+    manifest: Any = TFJOB
+    for path, value in changes:
+        try:
+            manifest = _replaced([manifest], (0, *path), value)[0]
+        except (KeyError, IndexError, TypeError):
+            continue
+    try:
+        jobset = tfjob_to_jobset(manifest)
+    except ManifestError as error:
+        assert error.problems and all(problem.field and problem.fix for problem in error.problems)
+        return
+    assert jobset["kind"] == "JobSet" and jobset["spec"]["replicatedJobs"]

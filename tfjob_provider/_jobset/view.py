@@ -363,7 +363,7 @@ def read_jobset(jobset: Mapping[str, Any], jobs: Sequence[Any], pods: Sequence[A
     conditions: list[dict[str, Any]] = []
     if status.get("replicatedJobsStatus") or current or status.get("conditions"):
         conditions.append({"type": "Created", "status": "True"})
-    started = any(as_mapping(pod.get("status")).get("phase") in _STARTED_PHASES for pod in mapped)
+    started = any(as_str(as_mapping(pod.get("status")).get("phase")) in _STARTED_PHASES for pod in mapped)
     if started or restarting:
         conditions.append({"type": "Running", "status": "False"})  # it ran once: a missing pod is a restart
     if _true_condition(jobset, names.CONDITION_SUSPENDED) is not None:
