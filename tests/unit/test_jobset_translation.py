@@ -238,3 +238,9 @@ def test_an_invalid_tfjob_is_refused_as_a_tfjob_first() -> None:
 def test_clean_pod_policy_running_is_what_jobset_does() -> None:
     assert tfjob_to_jobset(_build(worker=2, clean_pod_policy="Running"))
     assert tfjob_to_jobset(_build(worker=2, clean_pod_policy=None))
+
+
+def test_the_job_wide_backoff_limit_is_kept_for_the_verdict() -> None:
+    jobset = tfjob_to_jobset(_build(worker=2, restart_policy="ExitCode", backoff_limit=0))
+    assert jobset["metadata"]["annotations"] == {"tfjob-provider.airflow.apache.org/backoff-limit": "0"}
+    assert "annotations" not in tfjob_to_jobset(_build(worker=2))["metadata"]

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from tfjob_provider.constants import IDENTITY_PREFIX
+
 GROUP: Final = "jobset.x-k8s.io"
 VERSION: Final = "v1alpha2"
 API_VERSION: Final = f"{GROUP}/{VERSION}"
@@ -38,6 +40,10 @@ JOB_FAILED: Final = "Failed"
 JOB_FAILURE_TARGET: Final = "FailureTarget"
 JOB_REASON_BACKOFF_LIMIT: Final = "BackoffLimitExceeded"
 JOB_REASON_DEADLINE: Final = "DeadlineExceeded"
+
+#: The TFJob's ``runPolicy.backoffLimit``, on the JobSet: a job-wide limit no Job field holds, which
+#: the verdict applies as the training operator does (R9).
+ANNOTATION_BACKOFF_LIMIT: Final = f"{IDENTITY_PREFIX}/backoff-limit"
 
 #: The largest ``backoffLimit`` (int32): "no limit", as the training operator has without one.
 UNLIMITED_BACKOFF: Final = 2**31 - 1

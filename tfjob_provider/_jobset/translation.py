@@ -280,6 +280,10 @@ def tfjob_to_jobset(tfjob: Mapping[str, Any], *, rules: Rules | None = None) -> 
         for key in ("name", "namespace", "labels", "annotations")
         if metadata.get(key)
     }
+    backoff_limit = as_int(run_policy.get("backoffLimit"))
+    if backoff_limit is not None:
+        annotations = jobset_metadata.setdefault("annotations", {})
+        annotations[names.ANNOTATION_BACKOFF_LIMIT] = str(backoff_limit)
     return {
         "apiVersion": names.API_VERSION,
         "kind": names.KIND,

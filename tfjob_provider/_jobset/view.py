@@ -89,8 +89,11 @@ def _spec(jobset: Mapping[str, Any], rjobs: Mapping[str, ReplicatedJob]) -> dict
         if (deadline := as_int(rjob.job_spec.get("activeDeadlineSeconds"))) is not None
     ]
     managed_by = as_str(spec.get("managedBy"))
+    annotated = as_int(
+        as_mapping(as_mapping(jobset.get("metadata")).get("annotations")).get(names.ANNOTATION_BACKOFF_LIMIT)
+    )
     run_policy = {
-        "backoffLimit": min(limits) if limits else None,
+        "backoffLimit": annotated if annotated is not None else min(limits) if limits else None,
         "activeDeadlineSeconds": min(deadlines) if deadlines else None,
         "suspend": is_true(spec.get("suspend")),
         "managedBy": managed_by if managed_by and managed_by != names.JOBSET_CONTROLLER else None,
