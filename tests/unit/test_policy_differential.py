@@ -69,7 +69,7 @@ def operator_state(job: dict[str, Any], pods: list[dict[str, Any]]) -> str:
     return "Pending"
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=snapshots())
 def test_decide_agrees_with_the_sandbox_operator_except_for_documented_departures(
     case: tuple[dict[str, Any], list[dict[str, Any]]],
