@@ -284,7 +284,7 @@ def _replace_somewhere(draw: st.DrawFn, node: Any) -> None:
         node = child
 
 
-# Example counts come from the Hypothesis profile (conftest.py): "full" in make test, "fast" in make test-unit.
+# Example counts come from the Hypothesis profile (conftest.py): "full" (make test), "fast" (make test-unit).
 FAST = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
