@@ -22,8 +22,8 @@ from typing import Any, Final, TypeAlias
 from tfjob_provider._manifest.limits import shape_problem
 from tfjob_provider._manifest.problems import ManifestError, Problem, child, did_you_mean
 from tfjob_provider._manifest.validation import validate_tfjob
+from tfjob_provider.clipping import shown
 from tfjob_provider.constants import API_VERSION, DEFAULT_CONTAINER_NAME, KIND
-from tfjob_provider.quoting import shown
 
 EnvInput: TypeAlias = Mapping[str, Any] | Sequence[Mapping[str, Any]]
 
