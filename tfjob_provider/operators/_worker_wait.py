@@ -10,7 +10,7 @@ main thread waits on that mailbox with a timeout, judging with the same
 
 The watch generator is created, iterated and closed inside its thread (generators may not be
 closed from another thread); :meth:`SnapshotFeed.stop` asks it to finish at its next stream item
-(:func:`~tfjob_provider.kube.operations.stoppable`), so no watch outlives its wait by more than
+(:func:`~tfjob_provider.kube.effects.stoppable`), so no watch outlives its wait by more than
 one bookmark interval.
 """
 
@@ -33,7 +33,7 @@ class SnapshotFeed:
     """A daemon thread iterating ``open_watch()`` and keeping the newest snapshot.
 
     :param open_watch: returns the blocking iterator of snapshots, given the event that asks it
-        to stop (see :func:`~tfjob_provider.kube.operations.stoppable`); called inside the thread.
+        to stop (see :func:`~tfjob_provider.kube.effects.stoppable`); called inside the thread.
     """
 
     def __init__(self, open_watch: Callable[[threading.Event], Iterator[JobSnapshot]], *, name: str) -> None:
