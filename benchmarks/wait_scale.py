@@ -402,9 +402,9 @@ def worker_wait(spec: str) -> None:
     once its client exists, then one JSON line when the wait ends."""
     import airflow  # noqa: F401  (a worker task process has Airflow loaded)
 
+    from tfjob_provider._outcome.wait import WaitTarget
     from tfjob_provider.hooks.tfjob import TFJobHook
     from tfjob_provider.operators._worker_wait import wait_in_worker
-    from tfjob_provider.wait_outcome import WaitTarget
 
     namespace, name, uid = spec.split("/")
     client = TFJobHook(namespace=namespace).client

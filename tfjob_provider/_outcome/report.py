@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from tfjob_provider.clipping import clip
 from tfjob_provider.constants import (
     CHIEF_TYPES,
     DEFAULT_CONTAINER_NAME,
@@ -22,7 +23,6 @@ from tfjob_provider.constants import (
     LABEL_REPLICA_TYPE,
 )
 from tfjob_provider.policy import Verdict
-from tfjob_provider.quoting import clip
 
 #: Culprits whose logs are fetched for a failure report; more would only repeat the same story.
 MAX_CULPRIT_LOGS: Final = 3
@@ -293,7 +293,7 @@ def result_dict(
     ``recreations`` (per replica type: pods the training operator deleted and created again while
     the task watched — a recreated pod's ``restartCount`` starts at 0, so ``restart_count``
     cannot show them), ``recreation_count`` (their total), ``deciding_pods`` and ``outputs`` (the
-    deciding replica's JSON termination message, :mod:`tfjob_provider.results`; None without one).
+    deciding replica's JSON termination message, :mod:`tfjob_provider._outcome.outputs`; None without one).
     """
     replicas = {replica_type: summary.to_dict() for replica_type, summary in verdict.replicas.items()}
     recreated = {replica_type: 0 for replica_type in replicas}

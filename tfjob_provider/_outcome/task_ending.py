@@ -7,7 +7,7 @@ same XComs, and the same answer to "is the TFJob deleted?".  That answer matters
 a TFJob that succeeded throws the training away, and keeping one whose replicas still run keeps
 GPUs busy after the task failed.  So the whole decision is written here, once, as a function of
 plain values (:func:`conclude`), and table-tested without Airflow or a cluster; the Airflow side
-(:mod:`tfjob_provider.concluding`) only gathers the evidence it asks for and carries it out.
+(:mod:`tfjob_provider._airflow.carrying_out`) only gathers the evidence it asks for and carries it out.
 
 Pure: standard library, the verdict engine and the report wording only.
 """
@@ -17,10 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal, get_args
 
+from tfjob_provider._outcome.outputs import XCOM_OUTPUTS, OutputsError, parse_outputs
+from tfjob_provider._outcome.report import about_job, result_dict
+from tfjob_provider._outcome.wait import WaitOutcome
 from tfjob_provider.policy import Verdict
-from tfjob_provider.reporting import about_job, result_dict
-from tfjob_provider.results import XCOM_OUTPUTS, OutputsError, parse_outputs
-from tfjob_provider.wait_outcome import WaitOutcome
 
 #: Who concludes: the operator owns its TFJob (and may delete it); the sensor never deletes.
 Role = Literal["operator", "sensor"]
@@ -41,7 +41,7 @@ ENDING_KINDS: Final[tuple[str, ...]] = get_args(EndingKind)
 XCOM_FAILURE: Final = "tfjob_failure"
 
 #: ``reason`` in XCom ``tfjob_failure`` when the training succeeded but its outputs (the deciding
-#: replica's termination message, :mod:`tfjob_provider.results`) are not JSON or were cut.
+#: replica's termination message, :mod:`tfjob_provider._outcome.outputs`) are not JSON or were cut.
 REASON_OUTPUTS_UNREADABLE: Final = "OutputsUnreadable"
 
 #: Why the provider deletes a failed TFJob that the training operator has not finished off.

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Final, Literal, get_args
 
+from tfjob_provider._outcome.outputs import deciding_pod, termination_message
+from tfjob_provider._outcome.report import job_times, pod_name
 from tfjob_provider.policy import (
     REASON_TFJOB_DELETED,
     Rules,
@@ -40,8 +42,6 @@ from tfjob_provider.policy import (
     startup_timeout,
     tfjob_deleted,
 )
-from tfjob_provider.reporting import job_times, pod_name
-from tfjob_provider.results import deciding_pod, termination_message
 
 SETTLE_SECONDS: Final = 1.0
 """How long a snapshot whose verdict needs a fresh read waits for the other stream first.
@@ -115,10 +115,10 @@ class WaitOutcome:
     :param start_time: ``status.startTime`` of the TFJob, when known.
     :param completion_time: ``status.completionTime`` — or, before the training operator wrote
         it, the ``finishedAt`` of the pods that decided the verdict.
-    :param outputs_pod: on success, the deciding replica's pod (:func:`~tfjob_provider.results.deciding_pod`);
-        None when it is gone.
+    :param outputs_pod: on success, the deciding replica's pod
+        (:func:`~tfjob_provider._outcome.outputs.deciding_pod`); None when it is gone.
     :param outputs_message: that pod's termination message, unparsed (at most 4097 characters:
-        :func:`~tfjob_provider.results.termination_message`); None when it left none.
+        :func:`~tfjob_provider._outcome.outputs.termination_message`); None when it left none.
     :param recreations: per replica type, pods the training operator recreated while the waiter
         watched (:class:`~tfjob_provider.kube.tracking.JobSnapshot`).
     """

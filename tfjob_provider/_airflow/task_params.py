@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, Final
 
+from tfjob_provider.clipping import shown
 from tfjob_provider.policy import Rules
-from tfjob_provider.quoting import shown
 
 #: How much later than the trigger's own deadline Airflow's deferral timeout fires: the trigger
 #: needs a moment to re-read the state and report; Airflow's timeout is only the safety net.

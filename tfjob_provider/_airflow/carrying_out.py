@@ -3,16 +3,17 @@
 Why a module of its own: the operator concludes in two places (in its worker after a
 synchronous wait, and in ``execute_complete`` after its trigger fired) and the sensor in three
 (poke, reschedule, deferrable).  *What* the ending is — exception or result, delete or keep,
-which XComs — is decided once, purely, by :func:`tfjob_provider.ending.conclude`; this module
+which XComs — is decided once, purely, by :func:`tfjob_provider._outcome.task_ending.conclude`; this module
 gathers the evidence that decision asks for (a fresh read after an error or a timeout, the
 culprit-first report of a failure) and carries the decision out, mapping its kind to Airflow's
 exceptions (:func:`exception_for`) and any API error on the way to the same exceptions.  It sits
 beside the ``operators`` and ``sensors`` packages rather than in either, because the
 import-linter contract keeps those two independent of each other.
 
-Evidence gathering is best effort and bounded: at most :data:`~tfjob_provider.reporting.MAX_CULPRIT_LOGS`
-log tails of ``log_tail_lines`` lines, one events list per culprit; an API error while gathering
-is noted in the report, never allowed to replace the real failure.
+Evidence gathering is best effort and bounded: at most
+:data:`~tfjob_provider._outcome.report.MAX_CULPRIT_LOGS` log tails of ``log_tail_lines`` lines,
+one events list per culprit; an API error while gathering is noted in the report, never allowed
+to replace the real failure.
 """
 
 from __future__ import annotations
@@ -29,7 +30,16 @@ from airflow.providers.common.compat.sdk import (
     AirflowTaskTimeout,
 )
 
-from tfjob_provider.ending import Ending, OnFinishAction, Role, conclude, needs_fresh_read, needs_report
+from tfjob_provider._outcome.report import MAX_CULPRIT_LOGS, failure_report, logs_to_fetch
+from tfjob_provider._outcome.task_ending import (
+    Ending,
+    OnFinishAction,
+    Role,
+    conclude,
+    needs_fresh_read,
+    needs_report,
+)
+from tfjob_provider._outcome.wait import WaitOutcome, WaitTarget, has_succeeded, uid_of, utc_now
 from tfjob_provider.kube import operations as ops
 from tfjob_provider.kube.errors import (
     ForbiddenError,
@@ -38,8 +48,6 @@ from tfjob_provider.kube.errors import (
     NotFoundError,
     TFJobNotServedError,
 )
-from tfjob_provider.reporting import MAX_CULPRIT_LOGS, failure_report, logs_to_fetch
-from tfjob_provider.wait_outcome import WaitOutcome, WaitTarget, has_succeeded, uid_of, utc_now
 
 if TYPE_CHECKING:
     from tfjob_provider.kube.sync_client import SyncTFJobClient
@@ -69,7 +77,7 @@ def read_job(
     client: SyncTFJobClient, *, name: str, namespace: str
 ) -> tuple[Mapping[str, Any] | None, list[dict[str, Any]]]:
     """The TFJob (None if absent) and its pods, straight from the API server, pods first
-    (:data:`~tfjob_provider.wait_outcome.FRESH_READ_ORDER`)."""
+    (:data:`~tfjob_provider._outcome.wait.FRESH_READ_ORDER`)."""
     return client.run(ops.read_job(client.session, name, namespace=namespace))
 
 
@@ -82,7 +90,7 @@ def judge_confirmed(
     deleted: bool = False,
 ) -> WaitOutcome | None:
     """``target.judge`` a state, confirmed on a fresh read when the outcome could be stream skew
-    (:meth:`~tfjob_provider.wait_outcome.WaitTarget.needs_confirmation`) — for every sync waiter."""
+    (:meth:`~tfjob_provider._outcome.wait.WaitTarget.needs_confirmation`) — for every sync waiter."""
     outcome = target.judge(tfjob, pods, now=utc_now(), deleted=deleted)
     if target.needs_confirmation(outcome):
         tfjob, pods = read_job(client, name=target.name, namespace=target.namespace)
@@ -201,7 +209,7 @@ def settle(
 ) -> tuple[WaitOutcome, str | None]:
     """The outcome to conclude, and why the TFJob could not be read (None if it could).
 
-    After an ``error`` or a ``timeout`` (:func:`~tfjob_provider.ending.needs_fresh_read`) the
+    After an ``error`` or a ``timeout`` (:func:`~tfjob_provider._outcome.task_ending.needs_fresh_read`) the
     TFJob is read again, pods first, through the client's retry budget: a job that finished
     meanwhile — during an API outage, say — ends the task by its own verdict (a success is a
     success, never deleted, never trained again).  If that read fails too, the reason is returned
@@ -229,8 +237,8 @@ def decide_ending(
     soft_fail: bool = False,
     log_tail_lines: int = 100,
 ) -> tuple[WaitOutcome, Ending]:
-    """Gather what :func:`~tfjob_provider.ending.conclude` needs (fresh read, failure report) and
-    decide; returns the outcome actually concluded (it may be newer than ``outcome``)."""
+    """Gather what :func:`~tfjob_provider._outcome.task_ending.conclude` needs (fresh read, failure
+    report) and decide; returns the outcome actually concluded (it may be newer than ``outcome``)."""
     outcome, unread = settle(client, target, outcome)
     report = (
         gather_failure_report(client, outcome, log_tail_lines=log_tail_lines)

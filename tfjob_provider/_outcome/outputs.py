@@ -28,9 +28,9 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
+from tfjob_provider._outcome.report import log_pod_for, pod_name
 from tfjob_provider.constants import DEFAULT_CONTAINER_NAME
 from tfjob_provider.policy import Verdict, VerdictState
-from tfjob_provider.reporting import log_pod_for, pod_name
 
 #: Bytes of a container's termination message that Kubernetes keeps (the kubelet's
 #: ``MaxContainerTerminationMessageLength``); a message this long may have been cut.

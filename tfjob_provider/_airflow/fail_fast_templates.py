@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 import jinja2
 from airflow.providers.common.compat.sdk import AirflowFailException
 
+from tfjob_provider.clipping import clip, shown
 from tfjob_provider.manifest import shape_problem
-from tfjob_provider.quoting import clip, shown
 
 if TYPE_CHECKING:
     from airflow.providers.common.compat.sdk import Context
