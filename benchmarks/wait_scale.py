@@ -49,7 +49,7 @@ def start_bench_sandbox(processes: ProcessGroupSet, workdir: Path) -> RunningSan
     """The sandbox CLI for one benchmark run (the real kubelet's restart back-off), its kubeconfig
     published to this process and its children: ``AIRFLOW_CONN_KUBERNETES_DEFAULT`` for the
     hooks, ``BENCH_KUBECONFIG`` for the rest."""
-    from tfjob_sandbox.kubeconfig import connection_json
+    from tfjob_sandbox.launch.kubeconfig import connection_json
 
     from demo.sandbox_process import start_sandbox
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tfjob_sandbox.controller_reconcile import WriteStatus, reconcile
+from tfjob_sandbox.training_operator.reconcile import WriteStatus, reconcile
 
 from tests.unit.factories import NOW, condition, make_pod, make_tfjob
 from tfjob_provider.policy import Rules, VerdictState, decide
