@@ -57,4 +57,4 @@ ANNOTATION_TRY_NUMBER: Final = f"{IDENTITY_PREFIX}/try-number"
 #: Where a user reads the provider's documentation: messages seen at run time link here rather
 #: than to a path in a repository the user may never have cloned.  Also in ``[project.urls]``.
 DOCS_URL: Final = "https://github.com/tfjob-provider/tfjob-provider/blob/main/docs"
-RBAC_DOCS_URL: Final = f"{DOCS_URL}/rbac.md"
+RBAC_DOCS_URL: Final = f"{DOCS_URL}/guides/rbac.md"

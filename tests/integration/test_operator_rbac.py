@@ -1,4 +1,4 @@
-"""The operator runs with exactly the Role of docs/rbac.md, and one verb less fails clearly, at once.
+"""The operator runs with exactly the Role of docs/guides/rbac.md, and one verb less fails clearly, at once.
 
 The sandbox enforces an RBAC file for the connection's token; the Role is read from the document
 users copy (as the hook's RBAC test does), so the document cannot drift from what the operator needs.
