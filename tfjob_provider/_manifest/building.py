@@ -1,14 +1,5 @@
-"""Build a TFJob manifest from typed, Airflow-friendly parameters.
-
-Why this module exists: most TFJobs differ only in image, command, replica counts and a few run
-policy knobs, and writing the nested Kubernetes structure by hand (``tfReplicaSpecs`` →
-``template`` → ``spec`` → ``containers`` → the container that must be named ``tensorflow``) is
-where mistakes happen.  The Airflow operator exposes these parameters almost one-to-one, so they
-are snake_case, take plain JSON-able values that survive Jinja templating, and accept what a
-template renders to (an integer arrives as ``"4"``).  The result always goes through
-:func:`validate_tfjob`, so a typed build and a hand-written manifest obey the same rules.
-
-Standard library only.
+""":func:`build_tfjob`: a validated TFJob manifest from typed, Airflow-friendly parameters (text from
+Jinja accepted for numbers and booleans); :func:`compose_tfjob` builds it from parameter groups.
 """
 
 from __future__ import annotations
