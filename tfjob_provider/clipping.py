@@ -1,9 +1,5 @@
-"""Quote what a user or a cluster handed us in a message, at a bounded length.
-
-Why this module exists: an error message that embeds a value verbatim is as large as the value —
-an expanded YAML alias bomb made one 8 MB long, and a binary log line can flood a task log.
-Every message of the provider that repeats outside text goes through :func:`clip` (text) or
-:func:`shown` (any value), so no message grows with its input.  Standard library only.
+"""Quote outside text in messages at a bounded length: :func:`clip` for text, :func:`shown` for any
+value.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""Names shared by every layer: the TFJob API coordinates and the labels that tie things together.
-
-Kept in one pure module (standard library only) so that the verdict engine, the manifest
-builder, the Kubernetes client core and the sandbox cluster all agree on the same strings
-without importing each other.  Values come from the Kubeflow training operator v1.9
-(``pkg/apis/kubeflow.org/v1/common_types.go`` and ``tensorflow_types.go``).
+"""Names shared by every layer: the TFJob API coordinates and the training operator's labels
+(operator v1.9).
 """
 
 from __future__ import annotations

@@ -1,19 +1,6 @@
-"""Carrying out the end of a task in Airflow: the reads, the report, the deletion, the exception.
-
-Why a module of its own: the operator concludes in two places (in its worker after a
-synchronous wait, and in ``execute_complete`` after its trigger fired) and the sensor in three
-(poke, reschedule, deferrable).  *What* the ending is — exception or result, delete or keep,
-which XComs — is decided once, purely, by :func:`tfjob_provider._outcome.task_ending.conclude`; this module
-gathers the evidence that decision asks for (a fresh read after an error or a timeout, the
-culprit-first report of a failure) and carries the decision out, mapping its kind to Airflow's
-exceptions (:func:`exception_for`) and any API error on the way to the same exceptions.  It sits
-beside the ``operators`` and ``sensors`` packages rather than in either, because the
-import-linter contract keeps those two independent of each other.
-
-Evidence gathering is best effort and bounded: at most
-:data:`~tfjob_provider._outcome.report.MAX_CULPRIT_LOGS` log tails of ``log_tail_lines`` lines,
-one events list per culprit; an API error while gathering is noted in the report, never allowed
-to replace the real failure.
+"""Carrying out a task's ending in Airflow, for the operator and the sensor: the fresh read, the
+failure report, the deletion and the exception (:func:`decide_ending`, :func:`carry_out`), as
+:func:`tfjob_provider._outcome.task_ending.conclude` decides (docs/adr/0007-one-decision-for-every-waiter.md).
 """
 
 from __future__ import annotations

@@ -1,20 +1,6 @@
-"""A templated field that cannot be rendered fails the task once, naming the field, the file and the line.
-
-Why this module exists: Airflow renders the templated fields before ``execute`` and lets Jinja's
-exceptions through as they are, so an unclosed ``{{``, a ``tfjob="missing.yaml"`` that is not in
-the DAG folder, or an undefined variable under ``template_undefined=jinja2.StrictUndefined`` ends
-the try as an ordinary error — and Airflow retries it, although no retry can fix a template.
-And Airflow's own walks over templated values (XCom dependencies when the operator is created,
-rendering, the rendered-fields record) recurse once per level, so a value nested a few thousand
-levels deep ends in ``RecursionError``.
-
-:class:`FailFastTemplates` is mixed into the operator and the sensor.  It hooks
-``_do_render_template_fields`` — the method Airflow calls for plain *and* mapped tasks (a mapped
-task renders through the unmapped operator's copy of it) — renders the fields one at a time
-through Airflow's own implementation, and turns every :class:`jinja2.TemplateError` into
-:class:`AirflowFailException` (no retries) saying which field, which file and which line.  A
-value over the manifest limits (:mod:`tfjob_provider._manifest.limits`) is refused before and
-after rendering, and a value nested too deeply already when the task is created.
+""":class:`FailFastTemplates`, mixed into the operator and the sensor: a templated field that cannot be
+rendered fails the task once (no retries), naming the field, the file and the line
+(docs/adr/0016-template-errors-fail-without-retry.md).
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Parameter coercion the operator and the sensor share (they may not import each other).
-
-Airflow passes durations as numbers or timedeltas and rules as a :class:`~tfjob_provider.policy.Rules`
-or a plain dict (what a DAG file or a template produces); these helpers turn them into one shape
-and raise ``ValueError`` naming the parameter, so a wrong value is reported before any request.
+"""Parameter coercion shared by the operator and the sensor: durations (:func:`seconds`) and rules
+(:func:`coerce_rules`), raising ``ValueError`` naming the parameter.
 """
 
 from __future__ import annotations

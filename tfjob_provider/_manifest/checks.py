@@ -1,10 +1,5 @@
-"""The building blocks of manifest validation: check one value, record a problem, keep going.
-
-Why this module exists: reporting *every* problem at once means no check may stop the walk, so
-each check here records a :class:`Problem` and hands back either the usable value or None, and
-the TFJob rules in :mod:`.validation` read as a list of rules rather than as error
-plumbing.  Messages describe wrong values the way a YAML author sees them (``the string "2"``,
-``true (a boolean)``), because that is what they need to fix them.  Standard library only.
+"""Building blocks of manifest validation: each check records a :class:`Problem` and returns the
+usable value or None, so one walk reports every problem.
 """
 
 from __future__ import annotations

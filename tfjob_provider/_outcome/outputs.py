@@ -1,25 +1,5 @@
-"""The training's own results: the deciding replica's termination message, read as JSON.
-
-Why the termination message: a TFJob task's downstream tasks need what the *training* produced
-(metrics, a model URI, the last step), not only what the cluster knows.  Kubernetes already
-carries a small document from a finished container to the API: the container writes its
-``terminationMessagePath`` (``/dev/termination-log`` by default) and the kubelet copies the file's
-last 4096 bytes into ``status.containerStatuses[].state.terminated.message``.  No sidecar, no
-volume, no log scraping (KubernetesPodOperator's ``do_xcom_push`` needs a sidecar and an exec);
-it survives until the pod is deleted, and the waiters already hold the pods when they judge.
-
-Which replica: the one whose success decided the job's (:func:`tfjob_provider.policy.decide`
-names it in a Succeeded verdict's ``culprits``) — the chief, else worker-0; under
-``AllWorkers`` every worker decides, and the message is read from the chief or worker-0 by the
-same rule.
-
-What may go wrong, and why each is a *permanent* failure: a message that is not JSON, or one
-that reached the 4096-byte limit (the kubelet keeps the file's *end*, so a longer document lost
-its beginning; Kubernetes gives no flag for it, so a message of 4096 bytes or more is treated as
-cut).  Training again would write the same document, so retries would be wasted — while the
-training itself succeeded, which the error says, and the TFJob is kept so its pods can be read.
-
-Pure: standard library plus the verdict types.
+"""The training's outputs: the deciding replica's termination message, parsed as JSON
+(:func:`parse_outputs`; docs/adr/0010-outputs-through-the-termination-message.md).
 """
 
 from __future__ import annotations

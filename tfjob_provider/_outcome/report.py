@@ -1,12 +1,5 @@
-"""What a finished wait tells the user: the result dict of a success and the report of a failure.
-
-Why this module exists: when a distributed training run fails, the task log must answer at once
-*which replica*, *which pod*, *how it died* (exit code, Kubernetes reason, termination message)
-and *what it printed last* — before any provider traceback.  The same words are needed in three
-places (the operator waiting in its worker, the operator resuming after its trigger fired, and
-the sensor), so they are produced here, once, from plain API dicts that the hook has already
-fetched.  Pure: standard library and the verdict types only, so the wording is unit-tested
-without a cluster, and nothing here can issue a request or read an unbounded log.
+"""What a finished wait tells the user: the result dict of a success (:func:`result_dict`) and the
+culprit-first report of a failure (:func:`failure_report`), from API dicts already fetched.
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
-"""How a finished wait ends the task: one pure decision for the operator and the sensor.
-
-Why a module of its own: the operator concludes in its worker after a synchronous wait and in
-``execute_complete`` after its trigger fired, the sensor after a poke and after its trigger; all
-of them must end the same outcome the same way — the same exception class, the same words, the
-same XComs, and the same answer to "is the TFJob deleted?".  That answer matters most: deleting
-a TFJob that succeeded throws the training away, and keeping one whose replicas still run keeps
-GPUs busy after the task failed.  So the whole decision is written here, once, as a function of
-plain values (:func:`conclude`), and table-tested without Airflow or a cluster; the Airflow side
-(:mod:`tfjob_provider._airflow.carrying_out`) only gathers the evidence it asks for and carries it out.
-
-Pure: standard library, the verdict engine and the report wording only.
+"""How a finished wait ends the task, as a pure decision: :func:`conclude` turns a
+:class:`~tfjob_provider._outcome.wait.WaitOutcome` into an :class:`Ending` (exception or result,
+delete or keep, XComs; docs/adr/0008-when-the-task-deletes-its-tfjob.md).
 """
 
 from __future__ import annotations

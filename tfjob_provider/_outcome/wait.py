@@ -1,26 +1,6 @@
-"""When is a wait on a TFJob over, and what does it report?  Decided here, once, for every waiter.
-
-Why this module exists: three waiters — :class:`~tfjob_provider.triggers.tfjob.TFJobTrigger` in
-the triggerer's event loop, :class:`~tfjob_provider.operators.tfjob.TFJobOperator` waiting in its
-worker, and :class:`~tfjob_provider.sensors.tfjob.TFJobSensor` poking — must end a wait for
-exactly the same reasons and say the same thing about it:
-
-* a terminal verdict of :func:`tfjob_provider.policy.decide` (Succeeded or Failed);
-* the TFJob deleted, or replaced by another object of the same name (another UID) — Failed,
-  retryable, reason ``TFJobDeleted``: the cncf-kubernetes operators' worst complaint is a deleted
-  driver turning a task green;
-* no status from any training operator ``startup_timeout`` seconds after the TFJob's creation,
-  or replicas still Pending then — Failed, reason ``StartupTimeout``;
-* the absolute deadline — reported as a timeout only after a *fresh* read of the real state has
-  shown the job still unfinished (apache/airflow#40018: a restarted triggerer reported timeouts
-  for pods that had long finished).
-
-Every deadline is measured against the API server's own timestamps (``creationTimestamp``) or
-an absolute UTC time, never against "when this waiter started", so a triggerer restart or a
-reattached worker does not reset any clock.  The outcome crosses the triggerer → worker boundary
-as a ``TriggerEvent`` payload, so :class:`WaitOutcome` has an exact JSON round trip.
-
-Pure: the clock is passed in; standard library plus the verdict engine.
+"""When a wait on a TFJob is over, for every waiter: :class:`WaitTarget` judges snapshots and produces a
+:class:`WaitOutcome`, which round-trips through JSON (docs/adr/0007-one-decision-for-every-waiter.md,
+docs/adr/0006-fresh-read-before-timeout-and-settle-window.md).
 """
 
 from __future__ import annotations

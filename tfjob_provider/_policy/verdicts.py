@@ -1,13 +1,4 @@
-"""The verdict: what the engine concluded about a TFJob, in a shape every layer can carry.
-
-A verdict travels far from where it is made: the deferrable trigger sends it to the worker in
-a ``TriggerEvent``, the operator pushes it to XCom and logs it culprit-first.  So it is a
-frozen value with a lossless JSON round trip (:meth:`Verdict.to_dict` /
-:meth:`Verdict.from_dict`), and its ``reason`` is a short, stable machine code from the
-``REASON_*`` constants below (each listed with its state and retryability in ``docs/rules.md``).
-Kept apart from the decision procedure in :mod:`tfjob_provider.policy`, which re-exports
-everything here.
-"""
+""":class:`Verdict` and its ``REASON_*`` codes (docs/rules.md): frozen, with a lossless JSON round trip."""
 
 from __future__ import annotations
 

@@ -1,15 +1,5 @@
-"""The asyncio transport: performs :mod:`.effects` with ``kubernetes_asyncio``.
-
-Used by the triggerer.  It owns one ``kubernetes_asyncio.client.ApiClient`` (one aiohttp session,
-one connector, one TLS context) that the hook shares between every trigger of the same
-connection on the same event loop — the opposite of building a client per poll, which costs a
-TLS handshake and an ``ssl.create_default_context()`` on the event loop each time (apache/airflow
-PR #71349).  Requests go through ``ApiClient.call_api(..., _preload_content=False)`` so the
-client's own authentication runs (including the ``refresh_api_key_hook`` the hook installs for
-exec-plugin credentials) while status handling and retries stay ours.
-
-Each open stream is read by one task that splits bytes into lines and puts them on an
-``asyncio.Queue``; the aiohttp ``sock_read`` timeout is the watch's inactivity timeout.
+"""The asyncio transport for the triggerer: :class:`AsyncTFJobClient` performs :mod:`.effects` with
+``kubernetes_asyncio``, one task per open stream.
 """
 
 from __future__ import annotations

@@ -1,30 +1,5 @@
-"""Every API operation, written once, as a generator of *effects*.
-
-The problem: the provider needs the same operations from synchronous code (operator, sensor in
-a worker) and from asyncio code (the triggerer), and the two Kubernetes clients differ in every
-call.  Writing each operation twice doubles the bugs (Airflow's ``pod_manager.py`` branches on
-``isinstance(..., AsyncPodManager)`` on every call; kr8s runs an event loop in a thread).
-
-The mechanism: an operation is a generator.  Whenever it needs the outside world it *yields* a
-small effect object — :class:`Send` a request, :class:`Sleep`, :class:`OpenStream`,
-:class:`NextLine`, :class:`CloseStream`, or :class:`Emit` a value to the consumer — and the driver
-sends the result back in (or throws a :class:`~tfjob_provider.kube.errors.KubeApiError` in).  The
-operation's ``return`` value is the call's result.  The sync driver performs effects with
-``urllib3`` and ``time.sleep``, the async one with ``aiohttp`` and ``await asyncio.sleep``; that
-loop of ~30 lines is all each transport contains.  Retries, rate limiting, status mapping, JSON
-parsing, the list→watch loop, 410 relists and the polling fallback are therefore written and
-unit-tested here once, with no I/O at all (a test drives a generator with scripted responses).
-
-Why generators rather than a request-builder/response-parser pair (lightkube's shape)?  Because
-our operations are multi-step: a retry loop, a discovery that may need a second look, a watch that
-interleaves two streams with relists and reconnects.  A generator keeps that control flow
-readable as straight-line code, and ``yield from`` composes steps (every request goes through
-:func:`call`, which applies the token bucket and the retry policy).
-
-Streams: :class:`OpenStream` returns the HTTP response head; lines of *all* open streams then
-arrive, tagged by the stream's key, through :class:`NextLine` — the sync transport uses one reader
-thread per stream feeding a queue, the async one a task per stream.  Keys carry a generation
-number so lines still queued from a stream closed for a relist are recognised and dropped.
+"""The API operations as generators of :mod:`.effects`: :func:`call` (token bucket and retry policy),
+paged lists, and the TFJob, pod, log and event operations (docs/adr/0004-one-effect-core-two-transports.md).
 """
 
 from __future__ import annotations

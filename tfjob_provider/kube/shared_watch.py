@@ -1,23 +1,5 @@
-"""One pair of watch streams per (connection, namespace) per triggerer, shared by all its triggers.
-
-A triggerer may wait on hundreds of TFJobs at once.  Polling each one (GET TFJob + LIST pods every
-P seconds) costs 2N/P requests per second — 100 per second for 500 jobs at 10 s — and still sees a
-termination P/2 seconds late on average.  A watch costs nothing while nothing changes and delivers
-a change in milliseconds, but one watch *per job* would still mean 2N long-lived streams.  So the
-triggers of one process share: :class:`SharedJobWatch` runs exactly two streams per connection and
-namespace — every TFJob of the namespace, and every pod labelled
-``training.kubeflow.org/operator-name=tfjob-controller`` — folds them into one slim
-:class:`~.tracking.JobTracker`, and hands each subscriber the snapshots of *its* job.  Steady-state
-cost: two watch requests per namespace per 5-10 minutes (the server timeout) plus bookmarks —
-far below the target of 2 requests per job per minute, and independent of replica count.
-
-Lifetime is reference-counted: the streams start with the first subscriber and stop when the
-last one leaves.  Memory is bounded by the slim tracker (no ``managedFields``, no annotations,
-pod specs reduced to container names) and by each subscription keeping only the *latest*
-snapshot, never a backlog.
-
-If the ``watch`` verb is forbidden, the shared watch falls back to polling every subscribed job
-(:func:`~.operations.read_job`: one LIST + one GET) every ``poll_interval`` (10 s by default).
+""":class:`SharedJobWatch`: one pair of watch streams per (connection, namespace) per triggerer,
+fanned out to each trigger's :class:`Subscription` (docs/adr/0002-shared-watch-per-namespace.md).
 """
 
 from __future__ import annotations

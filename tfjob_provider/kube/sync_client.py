@@ -1,17 +1,5 @@
-"""The synchronous transport: performs :mod:`.effects` with the ``kubernetes`` client.
-
-Used by code that runs in an Airflow worker (operator in non-deferrable mode, sensor in poke
-mode).  It owns exactly one ``kubernetes.client.ApiClient`` — one urllib3 pool, one TLS context,
-one set of credentials — for its whole life, and sends every request through
-``ApiClient.call_api(..., _preload_content=False)``: that keeps the client's own auth handling
-(bearer tokens, the exec-plugin refresh hook ``load_kube_config`` installs, client certificates)
-while leaving status handling, retries and streaming to us.
-
-Streams (watches, followed logs) are read by one daemon thread each, which splits the bytes into
-lines and puts them on one queue; :class:`~.effects.NextLine` takes from that queue.  The read
-timeout of the socket is the watch's inactivity timeout, so silence surfaces as a read timeout in
-the reader thread.  Closing a stream shuts the socket down, which wakes its reader at once.
-No event loop is involved anywhere.
+"""The synchronous transport for workers: :class:`SyncTFJobClient` performs :mod:`.effects` with the
+``kubernetes`` client, one reader thread per open stream.
 """
 
 from __future__ import annotations

@@ -1,17 +1,5 @@
-"""Waiting for a TFJob inside an Airflow worker (the operator's non-deferrable mode).
-
-Why a thread: the synchronous client's ``watch_job`` is a blocking iterator that only yields when
-something changes, but the wait must also end on time alone — the ``timeout`` deadline, the
-startup window, pending timeouts, ``activeDeadlineSeconds`` — and must leave the main thread free
-for the signals Airflow sends it (SIGTERM → ``on_kill``, SIGALRM → ``execution_timeout``).  So a
-daemon thread drains the watch into a one-slot mailbox (only the newest snapshot matters) and the
-main thread waits on that mailbox with a timeout, judging with the same
-:class:`~tfjob_provider._outcome.wait.WaitTarget` the trigger uses.
-
-The watch generator is created, iterated and closed inside its thread (generators may not be
-closed from another thread); :meth:`SnapshotFeed.stop` asks it to finish at its next stream item
-(:func:`~tfjob_provider.kube.effects.stoppable`), so no watch outlives its wait by more than
-one bookmark interval.
+""":func:`wait_in_worker`: the operator's non-deferrable wait, a watch drained by a thread into a
+one-slot mailbox (docs/adr/0019-worker-wait-in-a-thread.md).
 """
 
 from __future__ import annotations

@@ -1,26 +1,5 @@
-"""``TFJobOperator``: run a distributed TensorFlow training as one Airflow task, exactly once.
-
-Why this operator and not a KubernetesPodOperator or a generic custom-object operator: a TFJob's
-outcome is decided by *which* replica ended *how* (chief or worker-0 decides success; a PS or
-evaluator failure fails the job; restart policies and exit-code classes decide whether anything
-is retried), its training operator hangs or lags in known situations, and its pods keep GPUs busy
-if nobody cleans up.  The operator therefore:
-
-1. validates everything it was given (manifest, typed parameters, rules) before the first API
-   request, failing with :class:`~airflow.sdk.exceptions.AirflowFailException` that names the
-   field and the fix;
-2. finds this task instance's TFJob under a deterministic name and adopts, accepts, replaces or
-   creates it (:mod:`tfjob_provider.operators._submission`) — never a duplicate, never another
-   run's job;
-3. pushes ``tfjob_name``, ``tfjob_namespace``, ``tfjob_uid`` (and the dashboard link) to XCom at
-   once;
-4. waits — in its worker through a watch, streaming the chief's log, or deferred to
-   :class:`~tfjob_provider.triggers.tfjob.TFJobTrigger` — judging with the verdict engine;
-5. concludes: a result dict on success; on failure a culprit-first report and
-   ``AirflowFailException`` (permanent) or ``AirflowException`` (retryable); the TFJob is deleted
-   whenever anything of it could still be running after the task has failed.
-
-``docs/operator.md`` has the parameter, outcome and deletion tables.
+"""``TFJobOperator``: run a distributed TensorFlow training as one Airflow task, exactly once;
+parameters, outcomes and deletions are in docs/operator.md.
 """
 
 from __future__ import annotations

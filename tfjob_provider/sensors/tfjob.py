@@ -1,20 +1,5 @@
-"""``TFJobSensor``: wait on a TFJob that something else submitted, and judge it like the operator does.
-
-Why: TFJobs are often created outside Airflow (a CI pipeline, kubectl, another team's operator),
-and a DAG still needs to continue only once the training succeeded — by the same chief/worker/PS
-rules, with the same permanent-versus-retryable classification and the same report when it
-failed.  The sensor therefore reuses the operator's judge
-(:class:`~tfjob_provider._outcome.wait.WaitTarget`), report and exception mapping, in Airflow's
-three sensor modes:
-
-* ``poke`` / ``reschedule``: each poke is one GET of the TFJob plus one LIST of its pods;
-* ``deferrable``: one poke first (a finished job needs no deferral), then
-  :class:`~tfjob_provider.triggers.tfjob.TFJobTrigger` on the shared watch.
-
-A TFJob that does not exist yet is waited for until ``timeout`` — not an error.  The sensor never
-deletes anything: the TFJob is not its own (the trigger is given ``cancel_on_kill=False``).
-With ``soft_fail=True`` every negative ending — failed, timed out — skips the task instead, in
-all three modes alike.
+"""``TFJobSensor``: wait on a TFJob submitted elsewhere and judge it as the operator does, in poke,
+reschedule or deferrable mode; it never deletes.
 """
 
 from __future__ import annotations
