@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tfjob_sandbox.api.resource_types import PODS
-from tfjob_sandbox.kubelet.kubelet import go_duration
+from tfjob_sandbox.kubelet.pod_records import go_duration
 
 from tests.sandbox.workload_helpers import (
     container_status,
