@@ -1,4 +1,4 @@
-"""Writes the project's TFJob CRD, ``tfjob-sandbox/tfjob_sandbox/crds/tfjobs.yaml``.
+"""Writes the project's TFJob CRD, ``tfjob-sandbox/tfjob_sandbox/admission/crds/tfjobs.yaml``.
 
 Run ``python -m tests.tfjob_crd_generator`` after changing this file or the pinned ``kubernetes``
 client; ``tests/sandbox/test_tfjob_crd.py`` fails while the committed file differs from what this
@@ -50,11 +50,18 @@ from typing import Any
 
 import yaml
 from kubernetes.client import models  # type: ignore[import-untyped]
-from tfjob_sandbox import wire
+from tfjob_sandbox.api import wire
 
 Schema = dict[str, Any]
 
-CRD_PATH = Path(__file__).resolve().parents[1] / "tfjob-sandbox" / "tfjob_sandbox" / "crds" / "tfjobs.yaml"
+CRD_PATH = (
+    Path(__file__).resolve().parents[1]
+    / "tfjob-sandbox"
+    / "tfjob_sandbox"
+    / "admission"
+    / "crds"
+    / "tfjobs.yaml"
+)
 
 #: The regular expression Kubernetes' OpenAPI gives every ``resource.Quantity``.
 _DECIMAL = r"(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"

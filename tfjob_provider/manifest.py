@@ -22,14 +22,14 @@ plus PyYAML (an import-linter contract forbids Airflow and Kubernetes imports he
 
 from __future__ import annotations
 
-from tfjob_provider._manifest.building import (
+from tfjob_provider._manifest.build_parameters import (
     DEFAULT_CLEAN_POD_POLICY,
     DEFAULT_RESTART_POLICY,
     EnvInput,
     ReplicaInput,
     ReplicaSpec,
-    build_tfjob,
 )
+from tfjob_provider._manifest.building import build_tfjob
 from tfjob_provider._manifest.limits import (
     MAX_ALIAS_NODES,
     MAX_MANIFEST_BYTES,

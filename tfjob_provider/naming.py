@@ -24,6 +24,7 @@ import unicodedata
 from collections.abc import Mapping
 from typing import Any, Final
 
+from tfjob_provider.clipping import shown
 from tfjob_provider.constants import (
     ANNOTATION_DAG_ID,
     ANNOTATION_MAP_INDEX,
@@ -39,7 +40,6 @@ from tfjob_provider.constants import (
     LABEL_TRY_NUMBER,
     MANAGED_BY_VALUE,
 )
-from tfjob_provider.quoting import shown
 
 #: Longest DNS-1035 / DNS-1123 label and longest label value Kubernetes accepts.
 DNS_LABEL_MAX_LENGTH: Final = 63

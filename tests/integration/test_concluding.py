@@ -14,11 +14,11 @@ from typing import Any
 from tfjob_sandbox.testing import unique_name, wait_for
 
 from tests.integration.trigger_helpers import delete_tfjob, submit_tfjob, tfjob_exists
-from tfjob_provider.concluding import delete_if_ours, settle
+from tfjob_provider._airflow.carrying_out import delete_if_ours, settle
+from tfjob_provider._outcome.wait import WaitTarget, has_succeeded, utc_now
 from tfjob_provider.hooks.tfjob import TFJobHook
 from tfjob_provider.kube.ratelimit import RateLimit
 from tfjob_provider.kube.retry import RetryPolicy
-from tfjob_provider.wait_outcome import WaitTarget, has_succeeded, utc_now
 
 log = logging.getLogger(__name__)
 

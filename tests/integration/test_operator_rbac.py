@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tfjob_sandbox.kubeconfig import connection_json
+from tfjob_sandbox.launch.kubeconfig import connection_json
 from tfjob_sandbox.testing import wait_for
 
 from tests.integration.airflow_harness import load_dag, run_dag, write_dag_file, xcom_value

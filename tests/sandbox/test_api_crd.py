@@ -1,6 +1,6 @@
 """The TFJob CRD the sandbox installs at start: schema pruning, defaults, validation and fieldValidation.
 
-The CRD is the project's own (``tfjob_sandbox/crds/tfjobs.yaml``), stored when the sandbox
+The CRD is the project's own (``tfjob_sandbox/admission/crds/tfjobs.yaml``), stored when the sandbox
 starts as on a cluster with the training operator installed.  With it, a misspelt field is
 rejected under ``fieldValidation=Strict`` (kube-apiserver answers 400 BadRequest "strict decoding
 error"), reported in a ``Warning`` header under ``Warn`` (the server default) and silently pruned
@@ -17,8 +17,8 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 from tfjob_sandbox import Sandbox
+from tfjob_sandbox.admission.tfjob_crd import tfjob_crd
 from tfjob_sandbox.testing import running_sandbox, sync_api_client, tfjob_manifest
-from tfjob_sandbox.tfjob_crd import tfjob_crd
 
 GROUP, VERSION, PLURAL = "kubeflow.org", "v1", "tfjobs"
 MISSPELT_PATH = "spec.tfReplicaSpecs.Worker.template.spec.containers[0].imagePullPolicyy"

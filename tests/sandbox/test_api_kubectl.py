@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import yaml
 from tfjob_sandbox import Sandbox
+from tfjob_sandbox.admission.tfjob_crd import TFJOB_CRD_FILE
 from tfjob_sandbox.testing import tfjob_manifest, wait_for
-from tfjob_sandbox.tfjob_crd import TFJOB_CRD_FILE
 
 KUBECTL = shutil.which("kubectl")
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed on this machine")

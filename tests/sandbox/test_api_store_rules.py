@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from tfjob_sandbox.errors import ApiError
-from tfjob_sandbox.events import record_event
-from tfjob_sandbox.patching import JSON_PATCH, MERGE_PATCH, apply_patch, merge_patch
-from tfjob_sandbox.resources import EVENTS, PODS, SERVICES, TFJOBS
-from tfjob_sandbox.schema import StructuralSchema
-from tfjob_sandbox.selectors import FieldSelector, LabelSelector
-from tfjob_sandbox.store import Store
+from tfjob_sandbox.admission.structural_schema import StructuralSchema
+from tfjob_sandbox.api.errors import ApiError
+from tfjob_sandbox.api.resource_types import EVENTS, PODS, SERVICES, TFJOBS
+from tfjob_sandbox.store.event_recorder import record_event
+from tfjob_sandbox.store.patching import JSON_PATCH, MERGE_PATCH, apply_patch, merge_patch
+from tfjob_sandbox.store.selectors import FieldSelector, LabelSelector
+from tfjob_sandbox.store.store import Store
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=5),
@@ -306,6 +306,6 @@ def test_record_event_in_a_missing_namespace_is_dropped_not_raised() -> None:
     ],
 )
 def test_ages_are_printed_like_kubernetes(seconds: float, shown: str) -> None:
-    from tfjob_sandbox.tables import human_duration
+    from tfjob_sandbox.apiserver.tables import human_duration
 
     assert human_duration(seconds) == shown

@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tfjob_sandbox.errors import ApiError
-from tfjob_sandbox.kubelet import Kubelet
-from tfjob_sandbox.resources import PODS
-from tfjob_sandbox.store import Store
+from tfjob_sandbox.api.errors import ApiError
+from tfjob_sandbox.api.resource_types import PODS
+from tfjob_sandbox.kubelet.kubelet import Kubelet
+from tfjob_sandbox.store.store import Store
 
 from tests.sandbox.workload_helpers import (
     container_status,

@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tfjob_sandbox.kubelet import go_duration
-from tfjob_sandbox.resources import PODS
+from tfjob_sandbox.api.resource_types import PODS
+from tfjob_sandbox.kubelet.kubelet import go_duration
 
 from tests.sandbox.workload_helpers import (
     container_status,
@@ -445,7 +445,7 @@ def test_watchdog_reaps_groups_when_the_sandbox_is_killed(tmp_path: Path) -> Non
         from pathlib import Path
         sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
         from tests.sandbox.workload_helpers import pod_manifest, running_node, wait_for
-        from tfjob_sandbox.resources import PODS
+        from tfjob_sandbox.api.resource_types import PODS
 
         async def main():
             async with running_node(Path({str(tmp_path)!r}), operator=False) as node:

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tfjob_sandbox.resources import PODS, TFJOBS
-from tfjob_sandbox.scripted import SCRIPT_ANNOTATION, ScriptError, parse_script
+from tfjob_sandbox.api.resource_types import PODS, TFJOBS
+from tfjob_sandbox.kubelet.scripted_pods import SCRIPT_ANNOTATION, ScriptError, parse_script
 
 from tests.sandbox.workload_helpers import (
     container_status,

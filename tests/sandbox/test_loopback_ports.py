@@ -14,13 +14,13 @@ import socket
 from pathlib import Path
 
 import pytest
-from tfjob_sandbox.loopback_ports import (
+from tfjob_sandbox.api.resource_types import TFJOBS
+from tfjob_sandbox.host.loopback_ports import (
     LOWEST_PORT,
     PortReservations,
     candidate_ports,
     ephemeral_range,
 )
-from tfjob_sandbox.resources import TFJOBS
 
 from tests.sandbox.workload_helpers import (
     container_status,

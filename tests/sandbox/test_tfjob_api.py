@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from kubernetes import client, config
-from tfjob_sandbox.cluster import Sandbox
+from tfjob_sandbox.launch.in_thread import Sandbox
 
 GROUP, VERSION, PLURAL = "kubeflow.org", "v1", "tfjobs"
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tfjob_sandbox import wire
-from tfjob_sandbox.tfjob_crd import tfjob_crd
+from tfjob_sandbox.admission.tfjob_crd import tfjob_crd
+from tfjob_sandbox.api import wire
 
 from tests import tfjob_crd_generator
 
@@ -24,7 +24,7 @@ def _schema() -> dict[str, Any]:
 def test_the_committed_crd_is_what_the_generator_writes() -> None:
     committed = tfjob_crd_generator.CRD_PATH.read_text(encoding="utf-8")
     assert committed == tfjob_crd_generator.render(), (
-        "tfjob_sandbox/crds/tfjobs.yaml is out of date: run `python -m tests.tfjob_crd_generator`"
+        "tfjob_sandbox/admission/crds/tfjobs.yaml is out of date: run `python -m tests.tfjob_crd_generator`"
     )
     assert tfjob_crd_generator.main(["--check"]) == 0
 

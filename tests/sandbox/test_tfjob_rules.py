@@ -11,15 +11,15 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
-from tfjob_sandbox.controller_reconcile import (
+from tfjob_sandbox.admission.tfjob_webhook import validate_tfjob
+from tfjob_sandbox.training_operator.reconcile import (
     CreatePod,
     DeletePod,
     RecordEvent,
     WriteStatus,
     reconcile,
 )
-from tfjob_sandbox.tfconfig import tf_config
-from tfjob_sandbox.webhook import validate_tfjob
+from tfjob_sandbox.training_operator.tf_config import tf_config
 
 NOW = datetime(2025, 3, 1, 12, 0, 0, tzinfo=timezone.utc)
 UID = "job-uid"

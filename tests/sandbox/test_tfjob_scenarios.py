@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tfjob_sandbox.errors import ApiError
-from tfjob_sandbox.patching import MERGE_PATCH
-from tfjob_sandbox.resources import PODS, SERVICES, TFJOBS
+from tfjob_sandbox.api.errors import ApiError
+from tfjob_sandbox.api.resource_types import PODS, SERVICES, TFJOBS
+from tfjob_sandbox.store.patching import MERGE_PATCH
 
 from tests.sandbox.workload_helpers import (
     Node,

@@ -7,7 +7,8 @@ from dataclasses import dataclass, replace
 import pytest
 
 from tests.unit.factories import JOB_NAME, JOB_UID, NAMESPACE
-from tfjob_provider.ending import (
+from tfjob_provider._outcome.outputs import XCOM_OUTPUTS
+from tfjob_provider._outcome.task_ending import (
     DELETE_UNFINISHED_FAILURE,
     REASON_OUTPUTS_UNREADABLE,
     XCOM_FAILURE,
@@ -16,6 +17,7 @@ from tfjob_provider.ending import (
     needs_fresh_read,
     needs_report,
 )
+from tfjob_provider._outcome.wait import WaitOutcome
 from tfjob_provider.policy import (
     REASON_CHIEF_SUCCEEDED,
     REASON_PERMANENT_EXIT_CODE,
@@ -24,8 +26,6 @@ from tfjob_provider.policy import (
     Verdict,
     VerdictState,
 )
-from tfjob_provider.results import XCOM_OUTPUTS
-from tfjob_provider.wait_outcome import WaitOutcome
 
 WHERE = f"{NAMESPACE}/{JOB_NAME}"
 

@@ -20,7 +20,7 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from tfjob_sandbox.tfjob_crd import TFJOB_CRD_FILE
+from tfjob_sandbox.admission.tfjob_crd import TFJOB_CRD_FILE
 
 from tfjob_provider.manifest import (
     ManifestError,

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tfjob_provider.quoting import MAX_QUOTED_CHARS, clip, describe_int, shown
+from tfjob_provider.clipping import MAX_QUOTED_CHARS, clip, describe_int, shown
 
 
 def _nested(levels: int) -> dict[str, Any]:

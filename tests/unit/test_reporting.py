@@ -5,8 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from tests.unit.factories import JOB_NAME, NAMESPACE, NOW, condition, make_pod, make_tfjob, rfc3339
-from tfjob_provider.policy import ReplicaSummary, Verdict, VerdictState, decide
-from tfjob_provider.reporting import (
+from tfjob_provider._outcome.report import (
     MAX_CULPRIT_LOGS,
     MAX_REPORT_EVENTS,
     describe_pod,
@@ -17,6 +16,7 @@ from tfjob_provider.reporting import (
     relevant_events,
     result_dict,
 )
+from tfjob_provider.policy import ReplicaSummary, Verdict, VerdictState, decide
 
 
 def _event(reason: str, *, kind: str = "Warning", name: str = "mnist-worker-1", minute: int = 0) -> dict:

@@ -7,14 +7,14 @@ import json
 import pytest
 
 from tests.unit.factories import JOB_NAME, NOW, make_pod, make_tfjob
-from tfjob_provider.policy import Rules, decide
-from tfjob_provider.results import (
+from tfjob_provider._outcome.outputs import (
     TERMINATION_MESSAGE_LIMIT,
     OutputsError,
     deciding_pod,
     parse_outputs,
     termination_message,
 )
+from tfjob_provider.policy import Rules, decide
 
 
 def name_of(pod: object) -> str | None:

@@ -8,6 +8,14 @@ from datetime import timedelta
 import pytest
 
 from tests.unit.factories import JOB_NAME, JOB_UID, NAMESPACE, NOW, condition, make_pod, make_tfjob
+from tfjob_provider._outcome.wait import (
+    MIN_RECHECK_SECONDS,
+    WaitOutcome,
+    WaitTarget,
+    earliest_deadline,
+    format_utc,
+    parse_utc,
+)
 from tfjob_provider.policy import (
     NOT_RECONCILED_MESSAGE,
     REASON_PENDING_TIMEOUT,
@@ -15,14 +23,6 @@ from tfjob_provider.policy import (
     REASON_TFJOB_DELETED,
     Rules,
     VerdictState,
-)
-from tfjob_provider.wait_outcome import (
-    MIN_RECHECK_SECONDS,
-    WaitOutcome,
-    WaitTarget,
-    earliest_deadline,
-    format_utc,
-    parse_utc,
 )
 
 CREATED = NOW - timedelta(minutes=11)  # the factories' creationTimestamp

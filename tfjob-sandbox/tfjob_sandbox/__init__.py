@@ -13,19 +13,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from tfjob_sandbox.cluster import Sandbox
-    from tfjob_sandbox.runtime import SandboxOptions
+    from tfjob_sandbox.launch.assembly import SandboxOptions
+    from tfjob_sandbox.launch.in_thread import Sandbox
 
 __all__ = ["Sandbox", "SandboxOptions"]
 
 
 def __getattr__(name: str) -> Any:
     if name == "Sandbox":
-        from tfjob_sandbox.cluster import Sandbox
+        from tfjob_sandbox.launch.in_thread import Sandbox
 
         return Sandbox
     if name == "SandboxOptions":
-        from tfjob_sandbox.runtime import SandboxOptions
+        from tfjob_sandbox.launch.assembly import SandboxOptions
 
         return SandboxOptions
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

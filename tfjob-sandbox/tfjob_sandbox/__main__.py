@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from tfjob_sandbox.runtime import SandboxOptions, SandboxRuntime
+from tfjob_sandbox.launch.assembly import SandboxOptions, SandboxRuntime
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -4,7 +4,7 @@ Installed with ``tfjob-sandbox``, it offers three fixtures, all scoped to the te
 cluster starts once (about a second) however many tests use it:
 
 ``tfjob_sandbox``
-    the running :class:`~tfjob_sandbox.cluster.Sandbox` (its faults, store and kubelet are there
+    the running :class:`~tfjob_sandbox.launch.in_thread.Sandbox` (its faults, store and kubelet are there
     for tests that need to break things);
 ``tfjob_sandbox_kubeconfig``
     the path of the kubeconfig it wrote, for ``kubectl`` or ``kubernetes.config``;
@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from tfjob_sandbox.cluster import Sandbox
+    from tfjob_sandbox.launch.in_thread import Sandbox
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -56,7 +56,9 @@ def _options(config: pytest.Config) -> dict[str, Any]:
     items = config.getoption("--tfjob-sandbox-option")
     if not items:
         return options
-    from tfjob_sandbox.runtime import SandboxOptions  # only where asked: every pytest run loads the plugin
+    from tfjob_sandbox.launch.assembly import (
+        SandboxOptions,  # only where asked: every pytest run loads the plugin
+    )
 
     known = {f.name for f in fields(SandboxOptions)} - {"extra"}
     for item in items:
@@ -83,7 +85,7 @@ def tfjob_sandbox(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Sandbox]:
     """A sandbox cluster for the whole test session, stopped (with every pod process) at its end."""
-    from tfjob_sandbox.cluster import Sandbox
+    from tfjob_sandbox.launch.in_thread import Sandbox
 
     configured: dict[str, Any] = request.config.stash[_OPTIONS_KEY]
     options = {"workdir": tmp_path_factory.mktemp("tfjob-sandbox"), **configured}

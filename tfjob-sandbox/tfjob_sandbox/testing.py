@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from tfjob_sandbox.cluster import Sandbox
+from tfjob_sandbox.launch.in_thread import Sandbox
 
 T = TypeVar("T")
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from tfjob_provider._manifest.problems import Problem, child, did_you_mean, one_of
-from tfjob_provider.quoting import MAX_QUOTED_CHARS, clip, describe_int, shown
+from tfjob_provider.clipping import MAX_QUOTED_CHARS, clip, describe_int, shown
 
 INT32_MAX: Final = 2**31 - 1
 INT64_MAX: Final = 2**63 - 1

@@ -39,7 +39,7 @@ from tfjob_provider._manifest.limits import (
 )
 from tfjob_provider._manifest.problems import ManifestError, Problem
 from tfjob_provider._manifest.validation import type_meta_problems
-from tfjob_provider.quoting import shown
+from tfjob_provider.clipping import shown
 
 #: File name endings read as a manifest file (compared case-insensitively).
 MANIFEST_SUFFIXES: Final = (".yaml", ".yml", ".json")

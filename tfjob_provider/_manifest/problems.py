@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from tfjob_provider.quoting import clip, shown
+from tfjob_provider.clipping import clip, shown
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 #: Characters kept of a problem's field path, message and fix; a report lists problems up to

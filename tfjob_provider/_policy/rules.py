@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Final, Literal, get_args
 
-from tfjob_provider.quoting import shown
+from tfjob_provider.clipping import shown
 
 SuccessPolicy = Literal["chief", "worker0", "all_workers"]
 SUCCESS_POLICIES: Final[tuple[str, ...]] = get_args(SuccessPolicy)

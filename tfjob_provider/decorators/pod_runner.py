@@ -19,7 +19,7 @@ What it does, in order:
    exception, 200 on ``RetryableTrainingError``; ``SystemExit`` passes through;
 4. in the replica that decides success (chief 0, else worker 0 — as the verdict engine says),
    writes the return value as JSON to the container's termination message, where the operator
-   reads it (:mod:`tfjob_provider.results`).  A value that is not JSON or not under 4096 bytes
+   reads it (:mod:`tfjob_provider._outcome.outputs`).  A value that is not JSON or not under 4096 bytes
    fails that replica with exit code 1 and a message saying to return a URI instead.
 """
 

@@ -11,7 +11,7 @@ program filled in:
   API request); every replica of the types given runs the same function
   (:mod:`tfjob_provider.decorators.pod_runner`), and ``TF_CONFIG`` tells each one its role;
 * the return value of the replica that decides success comes back through the results channel
-  (:mod:`tfjob_provider.results`) and becomes the task's ``return_value`` XCom; the TFJob's own
+  (:mod:`tfjob_provider._outcome.outputs`) and becomes the task's ``return_value`` XCom; the TFJob's own
   result dict is pushed under :data:`XCOM_TFJOB_RESULT`;
 * an exception fails that replica with exit code 1 (permanent under ``Never``/``ExitCode``),
   :class:`~tfjob_provider.training.RetryableTrainingError` with 200 (retryable).

@@ -28,6 +28,7 @@ import logging
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
+from tfjob_provider.kube import effects, list_watch
 from tfjob_provider.kube import operations as ops
 from tfjob_provider.kube.async_client import AsyncTFJobClient
 from tfjob_provider.kube.errors import ForbiddenError, KubeApiError
@@ -171,7 +172,7 @@ class SharedJobWatch:
 
     # --- the streams ----------------------------------------------------------------------------
 
-    def _dispatch(self, changed: set[JobKey], initial: bool) -> Iterable[ops.Effect]:
+    def _dispatch(self, changed: set[JobKey], initial: bool) -> Iterable[effects.Effect]:
         # Work in proportion to what changed, never to the number of subscribers: with 10,000
         # waits an event touches one or two jobs, and copying the subscriber keys per event cost
         # more CPU than everything else the triggerer did while the jobs finished.
@@ -190,10 +191,12 @@ class SharedJobWatch:
         session = self.client.session
         try:
             try:
-                streams = ops.job_streams(session, self.tracker, namespace=self.namespace)
-                await self.client.run(ops.run_list_watches(session, streams, on_changes=self._dispatch))
+                streams = list_watch.job_streams(session, self.tracker, namespace=self.namespace)
+                await self.client.run(
+                    list_watch.run_list_watches(session, streams, on_changes=self._dispatch)
+                )
             except ForbiddenError as error:
-                if not ops.watch_forbidden(error):
+                if not list_watch.watch_forbidden(error):
                     raise
                 log.warning("%s — polling every %.0f s instead", error.message, session.watch.poll_interval)
                 await self._poll_forever()

@@ -25,8 +25,8 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
+from tfjob_provider._outcome.report import log_pod_for, pod_name, replica_of
 from tfjob_provider.constants import DEFAULT_CONTAINER_NAME
-from tfjob_provider.reporting import log_pod_for, pod_name, replica_of
 
 if TYPE_CHECKING:
     from tfjob_provider.kube.sync_client import SyncTFJobClient

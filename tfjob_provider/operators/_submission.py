@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from airflow.providers.common.compat.sdk import AirflowException, AirflowFailException
 
-from tfjob_provider.concluding import TaskLog
+from tfjob_provider._airflow.carrying_out import TaskLog
+from tfjob_provider._outcome.wait import uid_of
 from tfjob_provider.constants import (
     ANNOTATION_DAG_ID,
     ANNOTATION_RUN_ID,
@@ -42,7 +43,6 @@ from tfjob_provider.constants import (
 from tfjob_provider.kube.errors import AlreadyExistsError, NotFoundError
 from tfjob_provider.naming import matches_identity
 from tfjob_provider.policy import Rules, VerdictState, decide
-from tfjob_provider.wait_outcome import uid_of
 
 if TYPE_CHECKING:
     from tfjob_provider.kube.sync_client import SyncTFJobClient

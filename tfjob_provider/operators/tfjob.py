@@ -42,7 +42,7 @@ try:  # Airflow >= 3.2 keeps task exceptions in the Task SDK; older 3.x in airfl
 except ImportError:  # pragma: no cover - depends on the installed Airflow
     from airflow.exceptions import TaskDeferralTimeout  # type: ignore[no-redef,attr-defined]
 
-from tfjob_provider.concluding import (
+from tfjob_provider._airflow.carrying_out import (
     carry_out,
     decide_ending,
     delete_if_ours,
@@ -51,7 +51,19 @@ from tfjob_provider.concluding import (
     read_job,
     translated_api_errors,
 )
-from tfjob_provider.ending import ON_FINISH_ACTIONS, OnFinishAction
+from tfjob_provider._airflow.fail_fast_templates import FailFastTemplates
+from tfjob_provider._airflow.task_params import DEFERRAL_TIMEOUT_MARGIN, coerce_rules, seconds
+from tfjob_provider._outcome.report import result_dict
+from tfjob_provider._outcome.task_ending import ON_FINISH_ACTIONS, OnFinishAction
+from tfjob_provider._outcome.wait import (
+    WaitOutcome,
+    WaitTarget,
+    earliest_deadline,
+    format_utc,
+    parse_utc,
+    utc_now,
+)
+from tfjob_provider.clipping import clip
 from tfjob_provider.hooks.tfjob import TFJobHook
 from tfjob_provider.links import (
     XCOM_NAME,
@@ -75,19 +87,7 @@ from tfjob_provider.operators._log_streaming import LogStreamer, print_deciding_
 from tfjob_provider.operators._submission import Submission, TaskIdentity, submit_or_adopt
 from tfjob_provider.operators._worker_wait import wait_in_worker
 from tfjob_provider.policy import Rules, decide
-from tfjob_provider.quoting import clip
-from tfjob_provider.reporting import result_dict
-from tfjob_provider.task_params import DEFERRAL_TIMEOUT_MARGIN, coerce_rules, seconds
-from tfjob_provider.templating import FailFastTemplates
 from tfjob_provider.triggers.tfjob import TFJobTrigger
-from tfjob_provider.wait_outcome import (
-    WaitOutcome,
-    WaitTarget,
-    earliest_deadline,
-    format_utc,
-    parse_utc,
-    utc_now,
-)
 
 if TYPE_CHECKING:
     from airflow.providers.common.compat.sdk import Context
@@ -573,7 +573,7 @@ class TFJobOperator(FailFastTemplates, BaseOperator):
     # --- concluding ----------------------------------------------------------------------------------
 
     def _conclude(self, context: Context, target: WaitTarget, outcome: WaitOutcome) -> dict[str, Any] | None:
-        """End the task as :func:`tfjob_provider.ending.conclude` decides for ``outcome``."""
+        """End the task as :func:`tfjob_provider._outcome.task_ending.conclude` decides for ``outcome``."""
         client = self.hook.client
         with translated_api_errors(self.task_id):
             outcome, ending = decide_ending(
