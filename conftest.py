@@ -59,7 +59,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if not any(item.iter_markers(name) for name in TIER_NAMES):
+        if not any(item.get_closest_marker(name) for name in TIER_NAMES):
             item.add_marker(tier_of(item.path))
 
 
