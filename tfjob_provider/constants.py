@@ -19,7 +19,7 @@ DEFAULT_CONTAINER_NAME: Final = "tensorflow"
 REPLICA_TYPES: Final = ("Chief", "Evaluator", "Master", "PS", "Worker")
 CHIEF_TYPES: Final = ("Chief", "Master")
 
-# Labels the training operator puts on every pod and service it creates (docs/rules.md).
+# Labels the training operator puts on every pod and service it creates (docs/concepts/rules.md).
 LABEL_OPERATOR_NAME: Final = "training.kubeflow.org/operator-name"
 LABEL_JOB_NAME: Final = "training.kubeflow.org/job-name"
 LABEL_REPLICA_TYPE: Final = "training.kubeflow.org/replica-type"

@@ -1,5 +1,5 @@
 """The TFJob verdict engine: :func:`decide` turns a TFJob and its pods into a :class:`Verdict`, by the
-training operator's rules (docs/rules.md) and ending what the operator would leave hanging
+training operator's rules (docs/concepts/rules.md) and ending what the operator would leave hanging
 (docs/adr/0005-departures-from-the-training-operator.md).
 """
 
@@ -129,7 +129,7 @@ def decide(
 
     ``now`` (default: the current UTC time; naive datetimes are read as UTC) is the moment the
     deadlines are measured against.  ``rules`` defaults to the training operator's behaviour plus
-    the provider's fail-fast improvements (see ``docs/rules.md``).  Never raises on malformed
+    the provider's fail-fast improvements (see ``docs/concepts/rules.md``).  Never raises on malformed
     ``tfjob`` or ``pods``; a ``rules`` or ``now`` of the wrong type is a programming error.
     """
     if rules is None:

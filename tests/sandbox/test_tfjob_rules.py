@@ -1,7 +1,8 @@
 """The operator's quirks, pinned on the pure reconcile pass where real processes cannot stage them.
 
 Pod states are written by hand here (phase, container statuses, deletion marks) so each rule of
-the operator rules (docs/rules.md) that needs an exact coincidence — two failures seen in one pass, a restart
+the operator rules (docs/concepts/rules.md) that needs an exact coincidence — two failures seen in one
+pass, a restart
 count at the limit, a pod being deleted while Running — can be checked directly.
 """
 

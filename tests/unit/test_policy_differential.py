@@ -4,7 +4,7 @@ The sandbox emulates the operator independently of the verdict engine (it may im
 ``constants``), so agreement between the two is evidence that both read the operator's rules the
 same way.  Every disagreement must be one of the provider's documented departures: a pod that failed
 for good under ``Never`` which the operator would hide behind a Restarting condition or ignore as a
-dynamic worker (docs/rules.md §8, items 3 and 4).
+dynamic worker (docs/concepts/rules.md §8, items 3 and 4).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """:func:`validate_tfjob`: every problem of a TFJob manifest at once, against the training operator
-v1.9's webhook and CRD plus the mistakes they let through (docs/manifest.md);
+v1.9's webhook and CRD plus the mistakes they let through (docs/reference/manifest.md);
 :func:`resolve_namespace`.
 """
 

@@ -1,4 +1,4 @@
-""":class:`Verdict` and its ``REASON_*`` codes (docs/rules.md): frozen, with a lossless JSON round trip."""
+""":class:`Verdict` and its ``REASON_*`` codes (docs/concepts/rules.md): frozen, lossless JSON round trip."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ TERMINAL_STATES: Final = frozenset({VerdictState.SUCCEEDED, VerdictState.FAILED}
 #: At most this many pod names are carried in ``Verdict.culprits`` (trigger events stay small).
 MAX_CULPRITS: Final = 20
 
-# --- Reason codes (stable; documented in docs/rules.md) -------------------------------------
+# --- Reason codes (stable; documented in docs/concepts/rules.md) -------------------------------------
 # Pending
 REASON_NOT_RECONCILED: Final = "NotReconciled"
 REASON_PODS_PENDING: Final = "PodsPending"
@@ -65,7 +65,7 @@ REASON_FAILED: Final = "TFJobFailed"
 REASON_TFJOB_DELETED: Final = "TFJobDeleted"
 REASON_STARTUP_TIMEOUT: Final = "StartupTimeout"
 
-#: Every reason code with the state it goes with (a test keeps docs/rules.md in step with it).
+#: Every reason code with the state it goes with (a test keeps docs/concepts/rules.md in step with it).
 REASON_STATES: Final[Mapping[str, VerdictState]] = {
     REASON_NOT_RECONCILED: VerdictState.PENDING,
     REASON_PODS_PENDING: VerdictState.PENDING,

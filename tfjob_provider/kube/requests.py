@@ -78,7 +78,7 @@ def _core_path(namespace: str, resource: str, name: str | None = None, sub: str 
 
 
 def job_pods_selector(name: str) -> str:
-    """Label selector for the pods the training operator creates for TFJob ``name`` (docs/rules.md)."""
+    """Label selector of the pods the training operator makes for TFJob ``name`` (docs/concepts/rules.md)."""
     return f"{LABEL_JOB_NAME}={name}"
 
 

@@ -14,7 +14,7 @@ from tfjob_provider.kube.errors import KubeApiError, TooManyRequestsError, Unava
 #: HTTP statuses worth another attempt (besides 429, which has its own class).
 RETRYABLE_SERVER_STATUSES = frozenset({500, 502, 503, 504})
 #: Seconds of failures in a row ridden out before a request, watch or read gives up (documented
-#: in ``docs/client.md``): longer than an API server rollout or a control-plane failover, shorter
+#: in ``docs/reference/client.md``): longer than an API server rollout or a control-plane failover, shorter
 #: than the task timeouts users set.
 DEFAULT_OUTAGE_BUDGET = 180.0
 

@@ -1,5 +1,5 @@
 """``TFJobOperator``: run a distributed TensorFlow training as one Airflow task, exactly once;
-parameters, outcomes and deletions are in docs/operator.md.
+parameters, outcomes and deletions are in docs/reference/operator.md.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The training operator's validating admission webhook for TFJobs (docs/manifest.md).
+"""The training operator's validating admission webhook for TFJobs (docs/reference/manifest.md).
 
 Since v1.8 a cluster with the operator installed rejects malformed TFJobs at admission instead of
 accepting them and never reconciling them; the provider must surface those rejections, so the

@@ -1,4 +1,4 @@
-"""The training operator's condition bookkeeping on ``TFJob.status`` (R8 in docs/rules.md).
+"""The training operator's condition bookkeeping on ``TFJob.status`` (R8 in docs/concepts/rules.md).
 
 Kept apart from the reconcile logic because these few rules decide what clients actually see:
 conditions are appended in order, ``Failed=True`` freezes the list, a repeat with the same

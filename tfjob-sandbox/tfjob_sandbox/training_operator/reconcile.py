@@ -4,7 +4,7 @@ Given a TFJob, the pods and services it controls and the current time, :func:`re
 the ordered list of things the operator would do (create/delete pods and services, record events,
 write the status, delete the job for TTL) plus when to look again.  It follows the v1.9.4 code
 path rule by rule (``ReconcileJobs`` → ``ReconcilePods``/``ReconcileServices`` →
-``UpdateJobStatus``; rules R1-R16 of docs/rules.md), quirks included, because the sandbox exists to
+``UpdateJobStatus``; rules R1-R16 of docs/concepts/rules.md), quirks included, because the sandbox exists to
 behave like the clusters users have.  The I/O driver (:mod:`controller`) only applies the actions.
 
 One deliberate difference, documented in ``docs/sandbox.md``: the pass reports the time left

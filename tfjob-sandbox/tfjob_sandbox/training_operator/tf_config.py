@@ -3,7 +3,7 @@
 Distributed TensorFlow parses ``TF_CONFIG`` from the ``tensorflow`` container's environment, and
 users' code and tests sometimes compare it as a string, so the sandbox reproduces the operator's
 Go encoding (``encoding/json``: compact, map keys sorted, struct fields in declaration order,
-``<``/``>``/``&`` escaped) rather than Python's defaults (docs/rules.md).
+``<``/``>``/``&`` escaped) rather than Python's defaults (docs/concepts/rules.md).
 
 The one sandbox-only variation is *loopback addressing*: with real TensorFlow processes on one
 machine, ``<job>-<type>-<i>.<ns>.svc`` does not resolve, so the controller may hand in a
