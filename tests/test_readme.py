@@ -3,9 +3,9 @@
 Python examples that are DAG files are imported by Airflow and their typed parameters built into a
 valid TFJob; the other Python blocks run, or, when they are fragments that use names defined
 elsewhere, have their imports resolved; YAML and JSON blocks parse and TFJob manifests validate.
-Links and their anchors, repository paths, dotted names and ``make`` targets resolve, and the
-tables that restate the code (restart policy x exit code, parameters, configuration options,
-troubleshooting messages) are recomputed from it.
+Links and their anchors, repository paths, dotted names, ``make`` targets and the pages that
+source files cite resolve, and the tables that restate the code (restart policy x exit code,
+parameters, configuration options, troubleshooting messages) are recomputed from it.
 """
 
 from __future__ import annotations
@@ -279,6 +279,28 @@ def test_make_targets_exist(page: Path) -> None:
     texts = inline_code(page) + [block.text for block in blocks(page, "console")]
     targets = {target for text in texts for target in re.findall(r"\bmake ([a-z][\w-]*)", text)}
     assert targets - _make_targets() == set()
+
+
+_CODE_FOLDERS = (
+    "tfjob_provider",
+    "tfjob-sandbox/tfjob_sandbox",
+    "example_dags",
+    "demo",
+    "benchmarks",
+    "tests",
+)
+
+
+def test_pages_cited_in_code_exist() -> None:
+    # Docstrings, comments and messages point readers at pages: a moved page must take them along.
+    cited = {
+        f"{source.relative_to(ROOT)}: {page}"
+        for folder in _CODE_FOLDERS
+        for source in (ROOT / folder).rglob("*.py")
+        for page in re.findall(r"\bdocs/[\w/.-]+?\.md\b", source.read_text(encoding="utf-8"))
+        if not (ROOT / page).exists()
+    }
+    assert sorted(cited) == []
 
 
 # --- the restart-policy x exit-code table, recomputed --------------------------------------------
