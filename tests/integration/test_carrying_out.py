@@ -1,6 +1,6 @@
 """Carrying out an ending against the sandbox: the re-read after an error, the guarded deletion.
 
-The decision itself is pure and table-tested (``tests/unit/test_ending.py``); these tests check
+The decision itself is pure and table-tested (``tests/unit/test_task_ending.py``); these tests check
 the Airflow-side evidence it relies on with a real API server: a TFJob that succeeded while the
 wait was broken is found and concluded as a success, a TFJob that cannot be read is reported as
 unread (so it is kept), and no deletion after an error touches a TFJob that has Succeeded.
