@@ -10,7 +10,7 @@ BIN := $(VENV)/bin
 # Use a working uv from PATH when there is one, else a private copy in .tools (bootstrapped with pip).
 UV := $(or $(shell uv --version >/dev/null 2>&1 && command -v uv),.tools/bin/uv)
 PYTEST_ARGS ?=
-LINTED := conftest.py tfjob_provider tfjob-sandbox/tfjob_sandbox demo tests benchmarks example_dags vulture_allowlist.py
+LINTED := conftest.py tfjob_provider tfjob-sandbox/tfjob_sandbox tfjob-sandbox/tests demo tests benchmarks example_dags vulture_allowlist.py
 # The sandbox's "image" for the real-TensorFlow trainer: a second venv, apart from Airflow's, from
 # its own lock (pinned tensorflow-cpu and every dependency, with hashes).
 VENV_TF := .venv-tf

@@ -17,7 +17,6 @@ from hypothesis import HealthCheck, settings
 # (folder relative to the repository root, tier); the first match wins.
 TIERS: tuple[tuple[str, str], ...] = (
     ("tests/unit/", "unit"),
-    ("tests/sandbox/", "sandbox"),
     ("tfjob-sandbox/tests/", "sandbox"),
     ("tests/integration/realtf/", "realtf"),
     ("tests/integration/", "airflow"),

@@ -1,12 +1,6 @@
-"""CustomResourceDefinitions: applying one makes the sandbox serve and validate that resource.
+"""CustomResourceDefinitions: applying one serves its resource and validates it by its schema.
 
-Like apiextensions-apiserver, the sandbox checks a CRD's basic structure on admission, marks it
-``Established``, serves each served version under ``/apis/<group>/<version>/<plural>``, and from
-then on prunes/defaults/validates objects of that resource against the storage version's
-``openAPIV3Schema`` (honouring ``fieldValidation``).  Deleting the CRD deletes its objects.
-TFJobs are served even without a CRD (schemaless); the TFJob CRD (the runtime installs the
-package's own at start, :mod:`tfjob_sandbox.admission.tfjob_crd`) adds the schema, and deleting it leaves
-TFJobs served but schemaless.
+``install_crd_support(store)`` wires it into a store; TFJobs are served (schemaless) without a CRD.
 """
 
 from __future__ import annotations

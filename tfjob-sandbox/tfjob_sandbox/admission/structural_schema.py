@@ -1,12 +1,7 @@
-"""A small structural-schema engine: what kube-apiserver does with a CRD's ``openAPIV3Schema``.
+"""What kube-apiserver does with a CRD's ``openAPIV3Schema``: prune, default and validate, in its wording.
 
-With the TFJob CRD installed, the sandbox must treat TFJobs the way a cluster with that CRD
-does: drop (prune) fields the schema does not declare — reporting them for
-``fieldValidation=Strict|Warn`` — drop ``null`` where the schema is not nullable, fill CRD
-``default`` values, and reject values of the wrong type, outside an ``enum``, not matching a
-``pattern``, out of numeric/length bounds, or missing where ``required``.  Paths and messages follow
-kube-apiserver's wording (``unknown field "spec.foo"``, ``spec.x: Required value``, ``... in body
-must be of type integer: "string"``).  CEL rules (``x-kubernetes-validations``) are not evaluated.
+``StructuralSchema(schema)``: ``prune``, ``apply_defaults``, ``validate``; CEL rules
+(``x-kubernetes-validations``) are not evaluated.
 """
 
 from __future__ import annotations

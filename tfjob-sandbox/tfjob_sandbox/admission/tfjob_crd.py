@@ -1,11 +1,6 @@
-"""The sandbox's own TFJob CRD (``crds/tfjobs.yaml`` in this package), installed when it starts.
+"""The project's TFJob CRD, ``crds/tfjobs.yaml``, which ``tfjob_crd_generator.py`` in the tests writes.
 
-A cluster with the training operator installed has the ``tfjobs.kubeflow.org`` CRD, so its API
-server prunes, defaults and validates every TFJob before the operator's webhook sees it.  The
-sandbox does the same by default: :class:`~tfjob_sandbox.launch.assembly.SandboxRuntime` stores this CRD
-at start (``tfjob_crd=False`` leaves TFJobs schemaless until a CRD is applied).  The file is
-generated from the official Kubernetes client's models by ``tests/tfjob_crd_generator.py`` in the
-repository; its header says how to regenerate it.
+``install_tfjob_crd(store)`` stores it at start; ``tfjob_crd()`` returns a copy.
 """
 
 from __future__ import annotations

@@ -1,14 +1,6 @@
-"""The training operator's validating admission webhook for TFJobs (docs/reference/manifest.md).
+"""The training operator's validating webhook for TFJobs (v1.9.4 checks, field paths and messages).
 
-Since v1.8 a cluster with the operator installed rejects malformed TFJobs at admission instead of
-accepting them and never reconciling them; the provider must surface those rejections, so the
-sandbox applies the same checks with the same field paths and messages
-(``pkg/webhooks/tensorflow/tfjob_webhook.go`` + ``pkg/common/util/webhooks.go``, v1.9.4).
-
-One difference, documented in ``docs/sandbox.md``: on a real cluster a webhook denial reaches
-the client as ``403 Forbidden`` with ``admission webhook "validator.tfjob.training-operator.
-kubeflow.org" denied the request: <errors>``; the sandbox's admission hook reports the same
-field errors as ``422 Invalid`` with ``details.causes`` (the sandbox's shared contract).
+``register_tfjob_admission(store)``; a denial is a 422 Invalid with ``details.causes`` (docs/sandbox.md).
 """
 
 from __future__ import annotations

@@ -1,10 +1,4 @@
-"""The sandbox API server's one error type, rendered the way kube-apiserver renders failures.
-
-Every layer of the sandbox (store, admission, schema validation, auth, faults, HTTP routing)
-reports a failure by raising :class:`ApiError`; the HTTP layer turns it into a ``metav1.Status``
-body with the matching code, reason and headers.  Clients and the provider's error mapping see
-exactly the shapes a real cluster produces, so one exception type is all the sandbox needs.
-"""
+"""``ApiError``: the one error every part of the sandbox raises, rendered as a ``metav1.Status``."""
 
 from __future__ import annotations
 

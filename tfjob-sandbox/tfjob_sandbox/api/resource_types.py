@@ -1,10 +1,6 @@
-"""Which Kubernetes resource types the sandbox serves, and how each is named in URLs and discovery.
+"""The resource types the sandbox serves: ``ResourceType``, the built-in constants, the ``Registry``.
 
-A :class:`ResourceType` is the sandbox's key for a kind of object: the store files objects by it,
-the HTTP router resolves URLs to it, discovery lists it.  The built-in types are module constants
-that the store, the training-operator emulation and the kubelet import directly.  A
-:class:`Registry` holds the set served right now, because applying a CustomResourceDefinition adds
-(or, for TFJobs, re-describes) a type at run time.
+The registry changes at run time: applying a CRD adds (or, for TFJobs, re-describes) a type.
 """
 
 from __future__ import annotations

@@ -1,10 +1,4 @@
-"""The training operator's wire names, as the sandbox emulates them.
-
-The sandbox keeps its own copy of these strings on purpose: it is an independent implementation
-of the Kubeflow training operator (v1.9, ``pkg/apis/kubeflow.org/v1/common_types.go`` and
-``tensorflow_types.go``), and the provider's tests compare the provider's reading of a TFJob with
-what the sandbox does.  Sharing one constants module would let a wrong string agree with itself.
-"""
+"""The training operator's wire names (labels, replica types, defaults): the sandbox's own copy."""
 
 from __future__ import annotations
 

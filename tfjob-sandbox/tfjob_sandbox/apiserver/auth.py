@@ -1,10 +1,4 @@
-"""Who is calling the sandbox API server, and may they: bearer tokens in, 401/403 Status out.
-
-Every request must carry a bearer token, as against a real cluster.  Without an RBAC file only
-the sandbox's own admin token is accepted and it may do anything; with one (see :mod:`rbac`),
-its tokens are accepted too and their users are held to its rules.  Discovery paths are open to
-every authenticated user, as the ``system:discovery`` ClusterRole makes them upstream.
-"""
+"""Bearer-token authentication and RBAC authorisation: 401 and 403 as kube-apiserver words them."""
 
 from __future__ import annotations
 

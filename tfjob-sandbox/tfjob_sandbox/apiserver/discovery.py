@@ -1,10 +1,4 @@
-"""Discovery documents: how clients learn which groups, versions and resources the sandbox serves.
-
-``kubernetes``' DynamicClient, kubectl and the provider's "is ``kubeflow.org/v1 tfjobs`` served?"
-check read ``/version``, ``/api``, ``/api/v1``, ``/apis``, ``/apis/<g>`` and ``/apis/<g>/<v>``.
-These builders render the current :class:`~tfjob_sandbox.api.resource_types.Registry` in the
-shapes kube-apiserver uses (APIVersions, APIGroupList, APIGroup, APIResourceList).
-"""
+"""Discovery documents (``/version``, ``/api``, ``/apis`` ...) rendered from the current ``Registry``."""
 
 from __future__ import annotations
 

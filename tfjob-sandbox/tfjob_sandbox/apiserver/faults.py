@@ -1,12 +1,6 @@
-"""API-level fault injection: make the sandbox API server fail the way real ones do under stress.
+"""API fault injection: 5xx, 429 with ``Retry-After``, connection resets and latency, by verb and resource.
 
-The provider's retry, rate-limit and watch-recovery code paths only run when the API misbehaves,
-so tests need a server that can be told to: answer the next N requests (or a fraction of them)
-with 500, 503 or 429 + ``Retry-After``; reset the connection; add latency — optionally only for
-some verbs or resources, and optionally only for a stretch of time (``duration``: an outage that
-ends by itself, as a restarting API server's does).  Watch-level faults (drop every watch,
-expire history so resumes get 410) live in the store; workload faults live in the kubelet and
-operator emulations.
+``ApiFaults`` holds the rules; the server applies them before authorisation.
 """
 
 from __future__ import annotations

@@ -1,9 +1,4 @@
-"""HTTP plumbing shared by the sandbox API server's handlers: JSON bodies, Status responses, query options.
-
-kube-apiserver has precise habits — errors as ``metav1.Status`` JSON with the code in the body too,
-``Warning: 299 - "..."`` headers, 415 for unknown content types, strict JSON decoding that
-reports duplicate fields — and every handler needs them, so they live here once.
-"""
+"""HTTP helpers for the handlers: JSON and Status responses, Warning headers, bodies, query options."""
 
 from __future__ import annotations
 

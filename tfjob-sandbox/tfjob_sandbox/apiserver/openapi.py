@@ -1,12 +1,4 @@
-"""Just enough OpenAPI v3 for kubectl: it asks the server whether it validates fields itself.
-
-Before ``kubectl apply``/``create`` sends an object, kubectl (1.27+) reads ``/openapi/v3`` and the
-group-version document to learn whether the PATCH operation of that kind accepts the
-``fieldValidation`` query parameter.  If it does, kubectl leaves validation to the server (which
-the sandbox does, see :mod:`schema`); if the documents are missing, kubectl refuses to continue
-("failed to download openapi").  The sandbox therefore publishes, per served group-version, the
-operations of each resource with their GroupVersionKind and query parameters — no schemas.
-"""
+"""Just enough OpenAPI v3 for kubectl to leave field validation to the server (operations, no schemas)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,4 @@
-"""``GET /api/v1/namespaces/<ns>/pods/<name>/log``: a container's output, whole or followed live.
-
-The provider shows the tail of a failed replica's log and ``kubectl logs -f`` streams a running
-one.  This handler finds the file through the kubelet emulation's ``log_path`` and serves it with
-:mod:`pod_logs`' options; ``follow=true`` keeps the response open, sending new output as it is
-written, until the container instance ends (per the pod's status in the store) and its file is
-drained.
-"""
+"""``GET .../pods/<name>/log``: a container's log, whole or followed (``follow=true``) until the run ends."""
 
 from __future__ import annotations
 

@@ -1,13 +1,4 @@
-"""The pod ``log`` subresource: reading a container's log file with kubectl's options.
-
-The kubelet emulation writes each container run's stdout/stderr to a file; this module turns that
-file into what ``GET .../pods/<name>/log`` returns on a real cluster, honouring ``container``,
-``previous``, ``tailLines``, ``sinceSeconds``/``sinceTime``, ``limitBytes``, ``timestamps`` and
-``follow``.  Files in the CRI log format (``<RFC3339Nano> stdout F <line>``, what real kubelets
-store) get exact per-line timestamps; plain files — what the sandbox's kubelet writes — get
-the file's modification time for existing lines and the read time for followed ones, which is
-as close as the file allows.
-"""
+"""Pod log options (``tailLines``, ``sinceSeconds``, ``limitBytes``, ...) applied to a log file."""
 
 from __future__ import annotations
 

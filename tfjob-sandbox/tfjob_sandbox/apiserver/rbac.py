@@ -1,11 +1,4 @@
-"""RBAC-style rules for the sandbox: which (verb, API group, resource, namespace) a user may touch.
-
-A real cluster answers a provider that lacks a permission with a precise 403; tests need the same
-to prove the provider works with exactly the Role its README documents.  The sandbox reads a small
-YAML file (format in ``docs/sandbox.md``): tokens map to user names, user names to rule lists
-shaped like Role rules, plus an optional ``namespaces`` list per rule.  Denials use
-kube-apiserver's RBAC wording.
-"""
+"""The RBAC file (docs/sandbox.md): tokens to users, users to Role-like rules; denials in RBAC wording."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""Counts of the API requests the sandbox served, by user, verb and resource.
+"""Counts of the API requests served, by user, verb and resource (admin requests excluded).
 
-Why: the provider promises a cost ("no more than 2 requests per job per minute while waiting",
-"bad input never reaches the API", "50 triggers share one watch"), and a promise about requests
-is only testable where the requests arrive.  The server records every authenticated request
-(admin requests excluded) here; tests and benchmarks read the counts in process, or over the
-admin API from another process.  Bounded: one counter per distinct (user, verb, resource).
+``sb.request_counts()`` and ``sb.request_total(...)`` in process, ``GET /sandbox/v1/requests`` from outside.
 """
 
 from __future__ import annotations

@@ -1,10 +1,4 @@
-"""HTTP handlers for resource requests: the thin mapping from REST verbs to :class:`Store` calls.
-
-In the style of moto's ``responses.py``: each handler reads query parameters and the body the way
-kube-apiserver does (``dryRun``, ``fieldValidation``, DeleteOptions, list paging, selectors),
-calls one store method, and renders the result — status codes, Warning headers and Status
-errors included.  Watches and logs are streamed by :mod:`watch_handler` and :mod:`log_handler`.
-"""
+"""The handlers of resource requests: query options and body in, one ``Store`` call, the response out."""
 
 from __future__ import annotations
 

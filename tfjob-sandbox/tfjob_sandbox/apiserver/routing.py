@@ -1,10 +1,4 @@
-"""Turning an HTTP method and URL into what kube-apiserver calls a RequestInfo.
-
-Authorisation (RBAC), fault filters and dispatch all need the same facts about a request — is it
-a resource request, which verb (get/list/watch/create/update/patch/delete/deletecollection),
-API group and version, resource and subresource, namespace, name — so they are derived once,
-following the rules of ``k8s.io/apiserver/pkg/endpoints/request/requestinfo.go``.
-"""
+"""``resolve(...)``: a request's ``RequestInfo`` (verb, group, version, resource, namespace, name)."""
 
 from __future__ import annotations
 

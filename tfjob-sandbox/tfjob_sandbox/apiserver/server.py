@@ -1,13 +1,4 @@
-"""The sandbox's Kubernetes API server: an aiohttp application in front of the :class:`Store`.
-
-One entry point handles every request in kube-apiserver's order: authenticate the bearer token
-(401), resolve the URL to a RequestInfo (404 for unserved resources), apply any injected API
-fault (latency, 5xx, 429, connection reset), authorise with RBAC (403), then serve discovery,
-a resource verb, a watch stream or a pod log.  Failures anywhere become ``metav1.Status``
-responses.  Admin endpoints for the fault controls live under ``/sandbox/v1/`` and need the
-admin token.  The server runs on the sandbox's single event loop, alongside the emulated
-controllers, and never blocks it.
-"""
+"""``ApiServer``: the aiohttp app that authenticates, routes, injects faults, authorises, serves."""
 
 from __future__ import annotations
 

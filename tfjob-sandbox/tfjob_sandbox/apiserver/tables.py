@@ -1,11 +1,4 @@
-"""Server-side printing (``as=Table``): what ``kubectl get`` shows for sandbox objects.
-
-kubectl asks the API server to render lists as ``meta.k8s.io/v1`` Tables so the columns are the
-server's (pods: READY/STATUS/RESTARTS/AGE, TFJobs: the CRD's ``State`` printer column).  Without
-it kubectl falls back to NAME/AGE, which hides exactly what a user of the sandbox wants to see.
-Only the columns of the types the sandbox serves are modelled; anything else gets NAME and AGE
-(plus a CRD's ``additionalPrinterColumns`` when a CRD defines them).
-"""
+"""Server-side printing (``as=Table``): the columns ``kubectl get`` shows for the served types."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""A throwaway certificate authority and server certificate, so the sandbox speaks HTTPS like a cluster.
-
-Clients built from a kubeconfig verify the API server's certificate against the kubeconfig's
-``certificate-authority-data``; serving HTTPS with a freshly generated CA exercises exactly that
-path (and catches code that silently disables verification).  Keys are ECDSA P-256 — fast to
-generate on every start — and never leave the sandbox's private directory.
-"""
+"""A throwaway CA and server certificate (ECDSA P-256) so the sandbox serves HTTPS like a cluster."""
 
 from __future__ import annotations
 

@@ -1,13 +1,4 @@
-"""Streaming watch responses: newline-delimited events, bookmarks and timeouts as kube-apiserver sends them.
-
-A watch is an HTTP 200 with a chunked body of ``{"type": ..., "object": ...}`` lines.  Problems
-found before streaming starts (bad selectors, unknown resource) are ordinary Status errors; a
-resume from a forgotten resourceVersion is an ERROR event carrying a 410 Status inside the
-stream.  With ``allowWatchBookmarks`` the server sends a BOOKMARK with the current
-resourceVersion every ``bookmark_interval`` seconds of quiet and one more just before closing at
-``timeoutSeconds`` (default: a random 30 to 60 minutes, like kube-apiserver's
-``--min-request-timeout`` handling).
-"""
+"""``WatchStreams``: watch events, bookmarks, 410 ERROR events and timeouts as kube-apiserver streams them."""
 
 from __future__ import annotations
 

@@ -1,23 +1,4 @@
-"""Local ports for the replicas of a loopback-TF_CONFIG job: chosen safely, held until used.
-
-With ``--loopback-tf-config`` every replica's TensorFlow server listens on a port of this
-machine, written into every replica's ``TF_CONFIG`` when the pods are created — seconds before
-the servers bind them (TensorFlow takes that long to import).  Two things can take such a port
-in between:
-
-* the kernel, which hands out ports of its *ephemeral range*
-  (``/proc/sys/net/ipv4/ip_local_port_range``) to outgoing connections.  Binding port 0 and
-  releasing it, the usual "free port" trick, returns exactly such a port, so any connection made
-  meanwhile (an API watch, a pip download) may get it.  Ports here come from the largest range
-  *outside* the ephemeral range, which the kernel never picks on its own;
-* another program binding the same port explicitly (another sandbox on a shared machine).  A
-  port is therefore *reserved* — a socket stays bound to it — from the moment it is chosen until
-  the kubelet starts the process that will listen on it; a port another program holds is
-  skipped and another one tried.
-
-A replica's port stays the same for the job's lifetime (its peers' ``TF_CONFIG`` names it); a
-recreated pod listens on the port its predecessor released.
-"""
+"""``PortReservations``: local ports for loopback-``TF_CONFIG`` replicas, held until their process starts."""
 
 from __future__ import annotations
 

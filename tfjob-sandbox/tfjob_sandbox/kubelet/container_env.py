@@ -1,20 +1,7 @@
-"""How the sandbox kubelet turns a container spec into a command line and an environment.
+"""A container's argv, environment and working directory, as the kubelet would build them from its spec.
 
-Images are ignored (there is no container runtime), so the kubelet needs explicit rules for what
-a container runs and sees; they live here as pure functions so they are easy to test and read:
-
-* argv = ``command`` + ``args`` with ``$(VAR)`` references expanded like the kubelet does.  Only
-  ``args`` → ``args`` is the argv (what an image without ENTRYPOINT does).  Neither → the
-  container cannot start (``StartError``): the image's entrypoint is unknown to the sandbox.
-* environment = a minimal base (``PATH`` from the sandbox's own environment, ``HOME`` = the pod
-  directory, ``HOSTNAME`` = the pod name, :data:`TERMINATION_MESSAGE_PATH_ENV` = where this
-  container's ``terminationMessagePath`` lands on the local disk) then ``env`` in order: literal
-  values, and ``fieldRef`` for ``metadata.name/namespace/uid``, ``metadata.labels['k']``,
-  ``metadata.annotations['k']``, ``spec.nodeName``, ``spec.serviceAccountName``,
-  ``status.podIP``/``hostIP`` (``127.0.0.1``).
-  Secret and ConfigMap references cannot be resolved (the sandbox serves neither): unless marked
-  ``optional`` they make the container fail with ``CreateContainerConfigError``, as a missing
-  Secret does on a cluster.
+Pure functions; Secret and ConfigMap references cannot be resolved (``CreateContainerConfigError`` unless
+optional).
 """
 
 from __future__ import annotations
@@ -59,7 +46,7 @@ def expand(value: str, env: Mapping[str, str]) -> str:
 
 
 def container_argv(container: Mapping[str, Any], env: Mapping[str, str]) -> list[str]:
-    """The argv a container runs (see the module docstring); raises :class:`NoCommandError`."""
+    """``command`` + ``args`` with ``$(VAR)`` expanded; :class:`NoCommandError` when both are empty."""
     command = [str(part) for part in container.get("command") or []]
     args = [str(part) for part in container.get("args") or []]
     argv = command + args
@@ -74,7 +61,7 @@ def container_argv(container: Mapping[str, Any], env: Mapping[str, str]) -> list
 def container_environment(
     container: Mapping[str, Any], pod: Mapping[str, Any], *, home: str, base_path: str | None = None
 ) -> dict[str, str]:
-    """The process environment for ``container`` of ``pod`` (see the module docstring)."""
+    """``PATH``, ``HOME``, ``HOSTNAME``, the termination message path, then the container's ``env``."""
     metadata = pod.get("metadata") or {}
     env: dict[str, str] = {
         "PATH": base_path if base_path is not None else os.environ.get("PATH", _DEFAULT_PATH),

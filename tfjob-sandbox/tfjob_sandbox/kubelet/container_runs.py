@@ -90,7 +90,7 @@ class ContainerRuns(PodTermination):
         self._mark_dirty(record)
 
     def _play(self, record: PodRecord, container: ContainerRecord) -> None:
-        """Start a scripted container: a timer instead of a process (:mod:`scripted_pods`)."""
+        """Start a scripted container: a timer instead of a process (see ``scripted_pods``)."""
         assert self._loop is not None
         if record.script is None:
             message = record.script_error or "invalid script"

@@ -1,14 +1,4 @@
-"""Image pull failures as a real node reports them: containerd's error text, the kubelet's wrapping.
-
-A waiter has to tell "this image does not exist" (fix the job) from "the registry is rate limiting
-or down" (wait, then retry) by the container's waiting ``message`` alone, because the kubelet
-reports both as ``ErrImagePull`` and then ``ImagePullBackOff``.  So the sandbox's image-pull fault
-must produce the same text a node does, for each cause.  The shapes follow the kubelet's image
-manager (``pkg/kubelet/images/image_manager.go``: the waiting message is the CRI error itself;
-from Kubernetes 1.32 the back-off message carries the last error after
-``Back-off pulling image "<image>": ErrImagePull: ``) and containerd's CRI pull errors
-(``rpc error: code = ... desc = failed to pull and unpack image "<ref>": ...``).
-"""
+"""Image pull failures in the text a kubelet on containerd reports, per cause (``PULL_FAILURE_CAUSES``)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,4 @@
-"""The kubelet's rules for a pod's phase and conditions, derived from its container statuses.
-
-The training operator and the provider both judge a TFJob by pod phases (R2) and container
-states (R3), so these rules must match the kubelet's (``getPhase`` in ``kubelet_pods.go``): a
-container waiting that never ran keeps the pod Pending; a crash-looping container (waiting, with
-a terminated ``lastState``) counts as stopped, so an ``OnFailure`` pod stays Running; all stopped
-means Succeeded when every exit was 0, Failed under ``Never`` otherwise.  Pure functions.
-"""
+"""A pod's phase and conditions derived from its container statuses, as the kubelet's ``getPhase`` does."""
 
 from __future__ import annotations
 

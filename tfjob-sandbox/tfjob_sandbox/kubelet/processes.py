@@ -1,18 +1,6 @@
-"""Container processes for the sandbox kubelet: spawn, learn of exits cheaply, kill whole groups.
+"""``ProcessRunner``: container processes in their own sessions, exits learnt from pidfds, no orphans.
 
-Each container runs as a child process in its own session (so its process group holds everything
-it starts), with stdout and stderr appended to its log file.  Exits are learned from a pidfd
-registered with the event loop (``os.pidfd_open`` + ``loop.add_reader``): no thread and no
-polling per child, so hundreds of concurrent containers cost one epoll entry each.  When the
-main process exits, the rest of its process group is SIGKILLed before the zombie is reaped, the
-way a container runtime tears down the container's cgroup; the pid cannot be reused in between.
-
-No orphans, ever: besides :meth:`ProcessRunner.shutdown`, a small *watchdog* process (one per
-runner, in its own session) is told every live process group over a pipe.  If the sandbox dies
-without cleaning up, even by SIGKILL, the pipe reaches EOF and the watchdog SIGKILLs every group
-still registered.  This replaces ``prctl(PR_SET_PDEATHSIG)``, which would need a ``preexec_fn``
-(unsafe in the threaded in-process sandbox, and it disables the fast spawn path), fires when the
-forking *thread* exits, and covers only the direct child, not what it started.
+A watchdog process kills every registered process group if the sandbox dies, even by SIGKILL.
 """
 
 from __future__ import annotations
@@ -72,7 +60,7 @@ def container_exit_code(returncode: int) -> int:
 
 
 class ProcessRunner:
-    """Spawns and supervises container processes on the running event loop (see module docstring)."""
+    """Spawns and supervises container processes on the running event loop."""
 
     def __init__(self) -> None:
         self._loop = asyncio.get_running_loop()

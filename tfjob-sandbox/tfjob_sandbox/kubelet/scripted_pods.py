@@ -1,24 +1,6 @@
-"""Scripted ("hollow") containers: the kubelet plays a JSON script instead of running a process.
+"""Scripted ("hollow") pods: a pod annotated with a JSON script runs timers instead of processes.
 
-A process per pod caps the sandbox at a few hundred pods, and a test of "the PS dies after 30 s"
-should not need a training program at all.  A pod whose annotations carry
-:data:`SCRIPT_ANNOTATION` (the training operator copies a replica template's annotations onto its
-pods) runs no process: each of its app containers is a :class:`ScriptedProcess`, a timer on the
-event loop's one timer heap that "exits" with the scripted code after the scripted time.  The
-kubelet treats it exactly like a process — same container states, restart policies, CrashLoop
-back-off, kills on deletion, eviction and OOM — so the operator emulation and every watcher see
-the same pod statuses.  Init containers of a scripted pod complete at once with exit code 0.
-
-The script (``docs/sandbox.md`` has examples)::
-
-    {"start_after": 2,                      # seconds in ContainerCreating (default 0)
-     "image_pull": {"cause": "rate-limited", "failures": 2},   # optional: this pod's pulls fail
-     "steps": [{"run": 5, "exit": 137},     # one step per run of the container; the last repeats
-               {"run": 20, "exit": 0, "reason": "OOMKilled" | "Evicted" | null}]}
-
-``run`` is seconds (null or absent: until killed); ``exit`` defaults to 0 (137 for OOMKilled);
-``reason: "OOMKilled"`` reports the exit as the OOM killer's, ``"Evicted"`` evicts the pod
-(node-pressure eviction) at that moment instead of exiting.
+``SCRIPT_ANNOTATION`` carries the script (format and examples in docs/sandbox.md).
 """
 
 from __future__ import annotations
@@ -80,7 +62,7 @@ class Step:
 
 @dataclass(frozen=True, slots=True)
 class PodScript:
-    """A parsed script (see the module docstring)."""
+    """A parsed script (format in docs/sandbox.md, "Scripted pods")."""
 
     steps: tuple[Step, ...]
     start_after: float = 0.0

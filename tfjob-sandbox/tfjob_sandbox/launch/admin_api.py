@@ -1,9 +1,4 @@
-"""``/sandbox/v1/...``: the fault controls over HTTP, for tests that drive a sandbox in another process.
-
-The Airflow full-stack test starts the sandbox with the CLI, so it cannot call Python methods on
-it; these token-protected endpoints expose every fault (API and workload) and a status summary.
-Each endpoint takes and returns small JSON objects; :mod:`admin_client` is the matching client.
-"""
+"""``/sandbox/v1/...``: the fault controls and a status over HTTP, for a sandbox in another process."""
 
 from __future__ import annotations
 

@@ -1,12 +1,4 @@
-"""Everything a running sandbox consists of, started and stopped together on one event loop.
-
-Both ways of running the sandbox — the in-process :class:`~tfjob_sandbox.Sandbox`
-(loop in a background thread) and ``python -m tfjob_sandbox serve`` (loop in the main
-thread) — build the same :class:`SandboxRuntime`: the store with CRD support (and the TFJob
-CRD) and persistence, the training-operator emulation and its admission webhook, the kubelet,
-TLS credentials, the API server and the kubeconfig.  :meth:`SandboxRuntime.stop` stops every
-process it started.
-"""
+"""``SandboxRuntime``: a sandbox's parts built from ``SandboxOptions``, started and stopped on one loop."""
 
 from __future__ import annotations
 

@@ -1,11 +1,4 @@
-"""The in-process sandbox cluster: ``with Sandbox() as sb:`` gives tests and users a live Kubernetes API.
-
-It runs a :class:`~tfjob_sandbox.launch.assembly.SandboxRuntime` on an event loop in a background
-thread (the moto ``ThreadedMotoServer`` pattern: start waits until it serves, stop shuts down and
-joins) and exposes what callers need — ``url``, ``token``, ``kubeconfig_path``, the value for
-``AIRFLOW_CONN_KUBERNETES_DEFAULT`` — plus thread-safe wrappers for every fault.  Store, kubelet
-and operator live on the loop thread; :meth:`Sandbox.call` runs anything there.
-"""
+"""``Sandbox``: a ``SandboxRuntime`` on a background thread (``with Sandbox() as sb:``), thread-safe."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""The kubeconfig that points clients at the sandbox: the one artefact every user of it needs.
-
-Airflow's Kubernetes connection, the official clients and kubectl all start from a kubeconfig, so
-the sandbox writes a standard one — a cluster with the server URL and, for HTTPS, the CA as
-``certificate-authority-data``; a user with the bearer token; a context with namespace
-``default``; and ``current-context`` — with owner-only permissions because it holds the token.
-"""
+"""The kubeconfig that points clients at a sandbox (server, CA, token), readable by its owner only."""
 
 from __future__ import annotations
 

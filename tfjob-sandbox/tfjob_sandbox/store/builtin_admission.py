@@ -1,11 +1,4 @@
-"""Defaulting and validation that kube-apiserver applies to the built-in types the sandbox serves.
-
-Objects created through the sandbox should come back looking like a real cluster's: pods get
-``restartPolicy``, ``terminationGracePeriodSeconds`` and ``status.phase: Pending``; services get
-a cluster IP; names are checked against the DNS rules of their type, and a pod without
-containers is rejected with the real 422 wording.  Only the rules a TFJob workflow can run into
-are modelled; everything else is stored as given.
-"""
+"""kube-apiserver's defaulting and validation of the built-in types (pods, services, names)."""
 
 from __future__ import annotations
 

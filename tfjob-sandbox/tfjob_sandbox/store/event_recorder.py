@@ -1,12 +1,4 @@
-"""Kubernetes Events recorded by the sandbox's emulated components, aggregated like client-go's recorder.
-
-The provider reads Events to explain failures (FailedScheduling, image pull errors, OOM kills,
-the operator's restart messages), so the operator emulation and the kubelet emit them exactly the
-way the real components do: a core/v1 Event pointing at the object through ``involvedObject``,
-with ``source.component`` and ``reportingComponent``, and — like client-go's EventCorrelator —
-a repeat of the same object, type, reason and message bumps ``count`` and ``lastTimestamp`` of the
-existing Event instead of creating a new one.
-"""
+"""``record_event(store, ...)``: a core/v1 Event, aggregated by ``count`` like client-go's recorder."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""Conversion between the core/v1 Event shape and the events.k8s.io/v1 shape of the same object.
-
-kube-apiserver stores one Event and serves it under both APIs with different field names
-(``involvedObject`` vs ``regarding``, ``message`` vs ``note``, ``count`` vs
-``deprecatedCount`` …).  The sandbox stores the core/v1 shape and converts on the way in and out
-of the events.k8s.io endpoints, so a client of either API sees the same events.
-"""
+"""Conversion between the core/v1 and the events.k8s.io/v1 shapes of one stored Event."""
 
 from __future__ import annotations
 

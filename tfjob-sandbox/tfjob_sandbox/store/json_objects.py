@@ -1,10 +1,4 @@
-"""JSON-object helpers and kube-apiserver's request checks, shared by the store and its callers.
-
-Small pure functions the sandbox store needs in many places — time formatting as metav1.Time
-does it, fast deep copies of JSON-shaped dicts, the continue-token format, and the checks whose
-failures have fixed kube-apiserver wording (type meta, uid and resourceVersion preconditions,
-``fieldValidation`` values).  Keeping them here leaves :mod:`store` with the write path only.
-"""
+"""JSON-object helpers (times, copies, continue tokens) and request checks in kube-apiserver's words."""
 
 from __future__ import annotations
 

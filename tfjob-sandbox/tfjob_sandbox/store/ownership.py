@@ -1,10 +1,4 @@
-"""Who owns whom: the index the sandbox's garbage collection and foreground deletion run on.
-
-Cascading deletion needs, for an object being removed, the objects whose ``ownerReferences``
-name its uid, and, for foreground deletion, whether an owner still has dependents.  Scanning
-every stored object for that would make each delete O(all objects); this index keeps both
-answers O(1), updated from the store's single commit path.
-"""
+"""``OwnerIndex``: owner uid to dependents, for garbage collection and foreground deletion."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""PATCH bodies applied to stored objects: JSON merge patch (RFC 7386) and JSON patch (RFC 6902).
-
-The provider suspends/resumes TFJobs and strips finalizers with patches, and kubectl applies
-with them, so the sandbox must apply the same patch formats kube-apiserver accepts.  Strategic
-merge patch is applied as a merge patch: the sandbox serves no built-in type whose patch
-strategy (list merge keys) matters to its users, and custom resources reject it upstream anyway.
-"""
+"""``apply_patch``: JSON merge patch (RFC 7386), JSON patch (RFC 6902); strategic merge applied as merge."""
 
 from __future__ import annotations
 

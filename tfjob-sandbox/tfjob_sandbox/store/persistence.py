@@ -1,11 +1,4 @@
-"""``--state-dir``: the sandbox's objects survive a restart, and resourceVersions keep rising.
-
-A user developing DAGs offline may stop and restart the sandbox; TFJobs, pods and events must
-still be there (pods of the old processes come back failed, which is the kubelet's business).
-The store is snapshotted write-behind — at most every ``interval`` seconds while something
-changed, serialised in a worker thread because stored objects are immutable — and flushed
-synchronously on stop, so SIGTERM loses nothing.  Files are replaced atomically.
-"""
+"""``StatePersister`` (``--state-dir``): store snapshots written behind and flushed on stop."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""Label and field selectors, parsed once per request and then matched cheaply per object.
-
-kube-apiserver accepts the selector grammar of ``k8s.io/apimachinery/pkg/labels`` and
-``pkg/fields``; the provider relies on it to find a TFJob's pods (``training.kubeflow.org/job-name=x``)
-and a pod's events (``involvedObject.name=x``).  Parsing errors become 400 BadRequest like the real
-server's, and a field the resource does not index is rejected the same way kube-apiserver rejects it.
-"""
+"""Label and field selectors: ``Selection.parse(...)`` once per request, then a cheap match per object."""
 
 from __future__ import annotations
 

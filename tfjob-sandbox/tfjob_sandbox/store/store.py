@@ -54,7 +54,7 @@ __all__ = [
 
 
 class Store(ObjectUpdates, ObjectCreation):
-    """In-memory Kubernetes object store with watch history (see the module docstring).
+    """In-memory Kubernetes object store with watch history; every method runs on the event-loop thread.
 
     :param clock: returns the current time (timezone-aware UTC); injected so tests can pin it.
     :param history_limit: changes kept per resource for watch resumption; older resumes get 410.

@@ -1,13 +1,4 @@
-"""Watch subscriptions: per-table change history and the per-watcher event queues fed from it.
-
-kube-apiserver's watch cache keeps a bounded window of changes per resource, replays it to a
-watcher that resumes from a resourceVersion, answers a resume from before the window with an
-ERROR event carrying a 410 ``Expired`` Status, and turns a MODIFIED that moves an object into or
-out of a watcher's selector into ADDED or DELETED.  This module implements exactly that for the
-sandbox store.  Each change is serialised to a JSON line at most once per view and shared by
-every watcher that receives it, so a hundred watchers cost a hundred queue appends, not a
-hundred ``json.dumps``.
-"""
+"""Watch history per resource and the watchers' queues fed from it, like kube-apiserver's watch cache."""
 
 from __future__ import annotations
 

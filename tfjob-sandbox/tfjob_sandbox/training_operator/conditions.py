@@ -1,11 +1,4 @@
-"""The training operator's condition bookkeeping on ``TFJob.status`` (R8 in docs/concepts/rules.md).
-
-Kept apart from the reconcile logic because these few rules decide what clients actually see:
-conditions are appended in order, ``Failed=True`` freezes the list, a repeat with the same
-status and reason is a no-op, ``Running`` and ``Restarting`` replace each other, and setting
-``Succeeded``/``Failed`` flips an existing ``Running`` to ``False``.  Pure functions over the
-status dict (``pkg/util/status.go``).
-"""
+"""The operator's condition bookkeeping on ``TFJob.status`` (R8 in docs/concepts/rules.md), as pure functions."""
 
 from __future__ import annotations
 

@@ -1,17 +1,4 @@
-"""The training operator emulation's I/O driver: informer caches, a coalescing work queue, timers.
-
-The decisions live in :mod:`controller_reconcile` (a pure function); this module only feeds it
-and applies what it returns, the way controller-runtime drives the real operator: store events
-for TFJobs and the pods/services they control enqueue the owning job, bursts for one job collapse
-into one reconcile on the next loop iteration, and nothing is ever polled.  Caches are kept from
-the same events (like informers), so a reconcile reads its job's pods in O(pods of that job).
-
-Besides the events, a job is looked at again when its pass asks for it: at ``activeDeadlineSeconds``
-(the sandbox enforces the deadline on time; upstream waits for the next event, #3358) and when
-``ttlSecondsAfterFinished`` expires.  ``loopback_tf_config=True`` gives every replica a local port
-reserved by :mod:`loopback_ports` and writes ``127.0.0.1:<port>`` into TF_CONFIG, so real
-distributed TensorFlow processes can reach each other on one machine.
-"""
+"""``TrainingOperator``: feeds the pure reconcile pass from store events and applies what it returns."""
 
 from __future__ import annotations
 
@@ -53,7 +40,7 @@ def _controller_owner(obj: dict[str, Any]) -> JobKey | None:
 
 
 class TrainingOperator:
-    """The Kubeflow training operator's TFJob controller, emulated (see the module docstring).
+    """The training operator's TFJob controller, emulated: store events in, reconcile, actions out.
 
     :param store: the sandbox's object store.
     :param clock: the time used for conditions, startTime/completionTime and deadlines.

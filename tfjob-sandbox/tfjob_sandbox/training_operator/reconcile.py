@@ -1,16 +1,6 @@
-"""One reconcile pass of the training operator's TFJob controller, as a pure function.
+"""``reconcile(job, pods, services, now=...)``: one pass of the operator's TFJob controller, pure.
 
-Given a TFJob, the pods and services it controls and the current time, :func:`reconcile` returns
-the ordered list of things the operator would do (create/delete pods and services, record events,
-write the status, delete the job for TTL) plus when to look again.  It follows the v1.9.4 code
-path rule by rule (``ReconcileJobs`` → ``ReconcilePods``/``ReconcileServices`` →
-``UpdateJobStatus``; rules R1-R16 of docs/concepts/rules.md), quirks included, because the sandbox exists to
-behave like the clusters users have.  The I/O driver (:mod:`controller`) only applies the actions.
-
-One deliberate difference, documented in ``docs/sandbox.md``: the pass reports the time left
-until ``activeDeadlineSeconds`` so the driver can reconcile at the deadline, as the operator
-intends; upstream the requeue goes to a no-op queue and the deadline waits for the next event
-(kubeflow/trainer#3358).
+It returns the actions in the operator's order (R1-R16 of docs/concepts/rules.md) and when to look again.
 """
 
 from __future__ import annotations
@@ -60,7 +50,7 @@ def reconcile(
     loopback_ports: LoopbackPorts | None = None,
     cluster_domain: str = "",
 ) -> Outcome:
-    """One pass of the operator over ``job`` (see the module docstring).
+    """One pass of the operator over ``job``.
 
     :param pods: candidate pods (those not controlled by the job are ignored).
     :param add_created: the create-event handler's ``Created`` condition is still to be added (R16).

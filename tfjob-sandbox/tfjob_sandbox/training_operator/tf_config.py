@@ -1,14 +1,4 @@
-"""TF_CONFIG exactly as the training operator writes it, byte for byte.
-
-Distributed TensorFlow parses ``TF_CONFIG`` from the ``tensorflow`` container's environment, and
-users' code and tests sometimes compare it as a string, so the sandbox reproduces the operator's
-Go encoding (``encoding/json``: compact, map keys sorted, struct fields in declaration order,
-``<``/``>``/``&`` escaped) rather than Python's defaults (docs/concepts/rules.md).
-
-The one sandbox-only variation is *loopback addressing*: with real TensorFlow processes on one
-machine, ``<job>-<type>-<i>.<ns>.svc`` does not resolve, so the controller may hand in a
-``127.0.0.1:<port>`` endpoint per replica instead.
-"""
+"""``tf_config(...)``: ``TF_CONFIG`` byte for byte as the operator writes it, or with loopback endpoints."""
 
 from __future__ import annotations
 

@@ -1,11 +1,4 @@
-"""The training operator's in-memory view of a TFJob spec: its defaults, applied on every reconcile.
-
-The operator never writes defaults back (there is no mutating webhook for TFJob); it re-cases the
-replica type keys, fills ``replicas``/``restartPolicy``/``cleanPodPolicy``/``successPolicy`` and
-adds the ``tfjob-port`` to the ``tensorflow`` container in a private copy each time it reconciles
-(docs/reference/manifest.md).  Pods and services are built from that copy, so the same defaulting must
-happen here before anything else looks at the spec.  Pure functions over plain dicts.
-"""
+"""The operator's defaults for a TFJob spec, applied to a private copy on every reconcile."""
 
 from __future__ import annotations
 

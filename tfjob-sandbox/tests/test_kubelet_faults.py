@@ -14,8 +14,7 @@ from tfjob_sandbox.api.errors import ApiError
 from tfjob_sandbox.api.resource_types import PODS
 from tfjob_sandbox.kubelet.kubelet import Kubelet
 from tfjob_sandbox.store.store import Store
-
-from tests.sandbox.workload_helpers import (
+from workload_helpers import (
     container_status,
     group_alive,
     phase,

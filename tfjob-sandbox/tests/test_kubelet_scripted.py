@@ -14,8 +14,7 @@ from typing import Any
 import pytest
 from tfjob_sandbox.api.resource_types import PODS, TFJOBS
 from tfjob_sandbox.kubelet.scripted_pods import SCRIPT_ANNOTATION, ScriptError, parse_script
-
-from tests.sandbox.workload_helpers import (
+from workload_helpers import (
     container_status,
     phase,
     pod_manifest,

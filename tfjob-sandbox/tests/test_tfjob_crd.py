@@ -1,4 +1,4 @@
-"""The TFJob CRD shipped in tfjob-sandbox is what ``tests/tfjob_crd_generator.py`` writes, and is well formed.
+"""The TFJob CRD shipped in tfjob-sandbox is what ``tfjob_crd_generator.py`` (beside this file) writes.
 
 The file is generated (from the ``kubernetes`` client's models, see the generator's docstring); a
 hand edit, a generator change without regenerating, or a client upgrade that changes the pod
@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import tfjob_crd_generator
 from tfjob_sandbox.admission.tfjob_crd import tfjob_crd
 from tfjob_sandbox.api import wire
-
-from tests import tfjob_crd_generator
 
 
 def _schema() -> dict[str, Any]:
@@ -24,7 +23,8 @@ def _schema() -> dict[str, Any]:
 def test_the_committed_crd_is_what_the_generator_writes() -> None:
     committed = tfjob_crd_generator.CRD_PATH.read_text(encoding="utf-8")
     assert committed == tfjob_crd_generator.render(), (
-        "tfjob_sandbox/admission/crds/tfjobs.yaml is out of date: run `python -m tests.tfjob_crd_generator`"
+        "tfjob_sandbox/admission/crds/tfjobs.yaml is out of date: "
+        "run `python tfjob-sandbox/tests/tfjob_crd_generator.py`"
     )
     assert tfjob_crd_generator.main(["--check"]) == 0
 

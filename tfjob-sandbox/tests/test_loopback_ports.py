@@ -21,8 +21,7 @@ from tfjob_sandbox.host.loopback_ports import (
     candidate_ports,
     ephemeral_range,
 )
-
-from tests.sandbox.workload_helpers import (
+from workload_helpers import (
     container_status,
     phase,
     py,

@@ -20,8 +20,7 @@ from typing import Any
 
 from tfjob_sandbox.api.resource_types import PODS
 from tfjob_sandbox.kubelet.pod_records import go_duration
-
-from tests.sandbox.workload_helpers import (
+from workload_helpers import (
     container_status,
     group_alive,
     phase,
@@ -443,8 +442,8 @@ def test_watchdog_reaps_groups_when_the_sandbox_is_killed(tmp_path: Path) -> Non
     script = textwrap.dedent(f"""
         import asyncio, sys
         from pathlib import Path
-        sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
-        from tests.sandbox.workload_helpers import pod_manifest, running_node, wait_for
+        sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})
+        from workload_helpers import pod_manifest, running_node, wait_for
         from tfjob_sandbox.api.resource_types import PODS
 
         async def main():

@@ -19,8 +19,7 @@ import pytest
 from tfjob_sandbox.api.errors import ApiError
 from tfjob_sandbox.api.resource_types import PODS, SERVICES, TFJOBS
 from tfjob_sandbox.store.patching import MERGE_PATCH
-
-from tests.sandbox.workload_helpers import (
+from workload_helpers import (
     Node,
     phase,
     py,
