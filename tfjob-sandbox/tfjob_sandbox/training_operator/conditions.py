@@ -1,4 +1,4 @@
-"""The operator's condition bookkeeping on ``TFJob.status`` (R8 in docs/concepts/rules.md), as pure functions."""
+"""The operator's condition bookkeeping on ``TFJob.status`` (R8 in docs/concepts/rules.md): pure."""
 
 from __future__ import annotations
 
