@@ -125,7 +125,7 @@ def test_the_strict_schema_refuses_what_the_api_server_would_prune() -> None:
 
 
 def test_the_schema_knows_every_field_the_worker0_rule_needs() -> None:
-    """Guards the claim of docs/jobset.md: v0.6.0 is the oldest JobSet that keeps these fields."""
+    """Guards the claim of docs/guides/jobset.md: v0.6.0 is the oldest JobSet that keeps these fields."""
     job_spec = jobset_schema()["properties"]["spec"]["properties"]["replicatedJobs"]["items"]["properties"][
         "template"
     ]["properties"]["spec"]["properties"]

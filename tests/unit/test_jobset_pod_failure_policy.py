@@ -5,7 +5,7 @@ do is the Job controller's business.  :func:`react` below is that controller's r
 (``matchPodFailurePolicy`` in kubernetes/kubernetes ``pkg/controller/job/pod_failure_policy.go``),
 written for these tests and first checked against cases of its upstream tests; then every
 restart policy's Job is shown the pods of the seed's situations, and must react as the training
-operator does (docs/rules.md §3).
+operator does (docs/concepts/rules.md §3).
 """
 
 from __future__ import annotations
@@ -150,7 +150,7 @@ def _job_fails(fields: Mapping[str, Any], pod: Mapping[str, Any]) -> str:
 
 
 WITH_SIDECAR_FAILED = _failed_pod(tensorflow=0, sidecar=1)
-# What the training operator does (docs/rules.md §3), per restart policy and failed pod.
+# What the training operator does (docs/concepts/rules.md §3), per restart policy and failed pod.
 SITUATIONS = {
     "Never, program error (exit 1)": ("Never", _failed_pod(tensorflow=1), "fails"),
     "Never, SIGKILL (137)": ("Never", _failed_pod(tensorflow=137), "fails"),
@@ -183,7 +183,7 @@ def test_each_restart_policy_reacts_as_the_training_operator(
 def test_exit_code_0_in_a_failed_pod_is_left_to_the_verdict() -> None:
     """R4 fails the job when the tensorflow container exited 0 but the pod failed (a sidecar did);
     the Job controller never matches exit code 0, so it replaces the pod and the provider's
-    verdict (PermanentExitCode) fails the job instead — documented in docs/jobset.md."""
+    verdict (PermanentExitCode) fails the job instead — documented in docs/guides/jobset.md."""
     fields = job_restart_fields("ExitCode", backoff_limit=None)
     assert _job_fails(fields, WITH_SIDECAR_FAILED) == "replaced"
     pod = make_pod("Worker", 1, phase="Failed", exit_code=0, restart_policy="ExitCode")

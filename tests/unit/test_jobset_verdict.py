@@ -89,7 +89,7 @@ def _jobs(jobset: dict[str, Any]) -> list[dict[str, Any]]:
 RUNNING: dict[str, Any] = {"phase": "Running"}
 SUCCEEDED: dict[str, Any] = {"phase": "Succeeded"}
 
-# The seed's situations and the rules of docs/rules.md §1-§4, on both engines.
+# The seed's situations and the rules of docs/concepts/rules.md §1-§4, on both engines.
 DIFFERENTIAL = {
     "PS layout, chief completed": Situation(
         PS_LAYOUT,

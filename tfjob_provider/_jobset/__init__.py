@@ -2,7 +2,7 @@
 
 :func:`tfjob_to_jobset` turns a TFJob manifest into a JobSet, refusing what JobSet cannot
 express (:class:`JobSetTranslationError`); :func:`decide_jobset` judges a JobSet, its Jobs and
-its pods with the TFJob engine's rules.  ``docs/jobset.md`` has the mapping and its limits.
+its pods with the TFJob engine's rules.  ``docs/guides/jobset.md`` has the mapping and its limits.
 Standard library only.
 """
 

@@ -5,7 +5,7 @@ each a single Indexed Job whose completion index is the replica index: the pods 
 type are ``<name>-worker-0-<i>``, reachable as ``<name>-worker-0-<i>.<name>`` through the
 JobSet's headless service, and ``TF_CONFIG`` (:mod:`.tf_config`) lists those addresses.  Who
 decides success, what fails the job and how replicas restart are written with Kubernetes' own
-mechanisms (:mod:`.restarts`, ``docs/jobset.md``); what JobSet cannot express is refused.
+mechanisms (:mod:`.restarts`, ``docs/guides/jobset.md``); what JobSet cannot express is refused.
 """
 
 from __future__ import annotations

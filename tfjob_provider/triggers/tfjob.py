@@ -1,21 +1,5 @@
-"""``TFJobTrigger``: wait for a TFJob's outcome in the triggerer, cheaply and without false endings.
-
-Why a trigger of its own, and why shaped like this: a TFJob runs for hours, and a deferred task
-must not hold a worker slot meanwhile.  The triggerer may run hundreds of these at once in one
-event loop, so the trigger subscribes to the process-wide shared watch
-(:class:`~tfjob_provider.kube.shared_watch.SharedJobWatch`: two streams per connection and
-namespace, no per-job polling, no log reads) and keeps only the newest snapshot of its job.  Every
-decision — terminal verdict, deleted or replaced TFJob, no training operator, startup timeout,
-deadline — is taken by :class:`~tfjob_provider.wait_outcome.WaitTarget`, the same code the operator
-uses when it waits in its worker, so both modes end the same way.
-
-The contract with Airflow (style guide A5.8): :meth:`TFJobTrigger.serialize` returns JSON
-primitives only under a hard-coded classpath; :meth:`TFJobTrigger.run` yields exactly one
-``TriggerEvent`` on every path — errors included, no exception escapes.  Cancellation is the one
-thing passed through untouched: a triggerer shutting down or handing the trigger to another
-triggerer cancels ``run()``, and nothing is deleted then (the default ``cleanup()`` does nothing
-on purpose).  Only :meth:`TFJobTrigger.on_kill` — called by Airflow >= 3.3 when a *user* killed
-the deferred task — deletes the TFJob.
+"""``TFJobTrigger``: wait for a TFJob's outcome in the triggerer on the shared watch; yields exactly
+one ``TriggerEvent`` on every path, and deletes the TFJob only in :meth:`TFJobTrigger.on_kill`.
 """
 
 from __future__ import annotations
@@ -27,12 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from tfjob_provider.hooks.tfjob import TFJobHook
-from tfjob_provider.kube import operations as ops
-from tfjob_provider.kube.errors import KubeApiError, NotFoundError
-from tfjob_provider.kube.shared_watch import SharedJobWatch, Subscription
-from tfjob_provider.policy import Rules
-from tfjob_provider.wait_outcome import (
+from tfjob_provider._outcome.wait import (
     SETTLE_SECONDS,
     WaitOutcome,
     WaitTarget,
@@ -41,6 +20,11 @@ from tfjob_provider.wait_outcome import (
     uid_of,
     utc_now,
 )
+from tfjob_provider.hooks.tfjob import TFJobHook
+from tfjob_provider.kube import operations as ops
+from tfjob_provider.kube.errors import KubeApiError, NotFoundError
+from tfjob_provider.kube.shared_watch import SharedJobWatch, Subscription
+from tfjob_provider.policy import Rules
 
 if TYPE_CHECKING:
     from tfjob_provider.kube.async_client import AsyncTFJobClient
@@ -58,7 +42,7 @@ def describe_error(error: BaseException) -> str:
 class TFJobTrigger(BaseTrigger):
     """Fire once when a TFJob succeeds, fails, is deleted, times out — or the wait itself breaks.
 
-    The event payload is :meth:`WaitOutcome.to_event() <tfjob_provider.wait_outcome.WaitOutcome.to_event>`:
+    The event payload is :meth:`WaitOutcome.to_event() <tfjob_provider._outcome.wait.WaitOutcome.to_event>`:
     ``{"status": "success"|"failed"|"timeout"|"error", "name", "namespace", "uid", "message",
     "verdict": <Verdict.to_dict()> | None, "start_time", "completion_time", "outputs_pod",
     "outputs_message", "recreations"}`` — a few KiB at most: the verdict carries at most 20 pod
