@@ -1,9 +1,5 @@
-"""TFJobs on JobSet (``jobset.x-k8s.io/v1alpha2``): the translation and the verdict, both pure.
-
-:func:`tfjob_to_jobset` turns a TFJob manifest into a JobSet, refusing what JobSet cannot
-express (:class:`JobSetTranslationError`); :func:`decide_jobset` judges a JobSet, its Jobs and
-its pods with the TFJob engine's rules.  ``docs/guides/jobset.md`` has the mapping and its limits.
-Standard library only.
+"""TFJobs on JobSet: :func:`tfjob_to_jobset` (the translation) and :func:`decide_jobset` (the
+verdict, by the TFJob engine's rules); docs/guides/jobset.md, docs/adr/0022-jobset-backend.md.
 """
 
 from __future__ import annotations

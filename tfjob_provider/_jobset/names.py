@@ -1,7 +1,5 @@
-"""The JobSet and Indexed Job names this package writes and reads: API coordinates, labels, hosts.
-
-Values from kubernetes-sigs/jobset (``api/jobset/v1alpha2/jobset_types.go``,
-``pkg/constants/constants.go``, ``pkg/util/placement/placement.go``) and Kubernetes' batch/v1 API.
+"""JobSet and Indexed Job names: API coordinates, labels, conditions, hostnames (values from
+kubernetes-sigs/jobset ``api/jobset/v1alpha2`` and ``pkg/constants``, and batch/v1).
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""What the JobSet controller does next with a JobSet's Jobs: which are current, success, failure.
-
-Replays, on the Jobs as the API server returns them, the upstream controller's rules
-(kubernetes-sigs/jobset ``pkg/controllers``: ``getChildJobs``, ``success_policy.go``,
-``failure_policy.go``): Jobs of an older restart attempt are not counted; the success policy
-completes the JobSet when enough targeted Jobs are Complete; the first matching failure policy
-rule (or, without a policy, failing at once) decides what a failed Job does to the set.
+"""The JobSet controller's rules on child Jobs, replayed: which Jobs are of the current run, when
+the success policy completes the set, what the failure policy does (kubernetes-sigs/jobset
+``pkg/controllers/{jobset_controller,success_policy,failure_policy}.go``).
 """
 
 from __future__ import annotations

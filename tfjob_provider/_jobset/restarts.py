@@ -1,9 +1,5 @@
-"""A TFJob replica's ``restartPolicy`` as Kubernetes' Job mechanisms, and back.
-
-The training operator restarts replicas itself (R4, R14 in docs/concepts/rules.md); on JobSet the Job
-controller does, per completion index, as the Job's pod ``restartPolicy``, ``backoffLimit`` and
-``podFailurePolicy`` say.  :func:`job_restart_fields` writes those three for a policy;
-:func:`restart_policy_of` reads a Job template back into the policy the verdict engine replays.
+""":func:`job_restart_fields`: a TFJob ``restartPolicy`` as a Job's pod ``restartPolicy``,
+``backoffLimit`` and ``podFailurePolicy``; :func:`restart_policy_of` reads it back.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""A JobSet's pods as replica slots: which count, and which pod holds each slot.
-
-A pod counts when it belongs to a Job of the current run; its slot is its replica type and
-``job-index * completions + completion index``; of the pods of one slot (a failed pod and the
-Job controller's replacement) the newest holds it.  The pods are rewritten with the training
-operator's labels, so that the TFJob engine counts them as it counts a TFJob's pods.
+""":func:`slotted_pods`: a JobSet's pods of the current run, one per replica slot (the newest), with
+the training operator's labels so that the TFJob engine counts them.
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
-"""``TF_CONFIG`` for JobSet pods: the cluster from the JobSet's hostnames, the index from the pod.
-
-The training operator writes a different ``TF_CONFIG`` into every pod it creates.  A JobSet has
-one pod template per replica type, so the per-pod part comes from Kubernetes itself: the Job
-controller annotates each pod with its completion index, an env var reads that annotation
-through the downward API, and the ``TF_CONFIG`` value refers to it as ``$(VAR)``, which the
-kubelet expands when it starts the container.  The training program sees the same JSON the
-operator writes (compact, cluster keys sorted, ``environment: cloud``), with JobSet addresses.
+"""``TF_CONFIG`` for a JobSet pod template: the cluster from the JobSet hostnames, the task index
+expanded by the kubelet from the completion-index annotation (docs/adr/0022-jobset-backend.md).
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
-"""Translate a TFJob manifest into a JobSet, or refuse it field by field before any API call.
-
-One replicated Job per replica type (``chief``, ``master``, ``worker``, ``ps``, ``evaluator``),
-each a single Indexed Job whose completion index is the replica index: the pods of the Worker
-type are ``<name>-worker-0-<i>``, reachable as ``<name>-worker-0-<i>.<name>`` through the
-JobSet's headless service, and ``TF_CONFIG`` (:mod:`.tf_config`) lists those addresses.  Who
-decides success, what fails the job and how replicas restart are written with Kubernetes' own
-mechanisms (:mod:`.restarts`, ``docs/guides/jobset.md``); what JobSet cannot express is refused.
+""":func:`tfjob_to_jobset`: a TFJob manifest as a JobSet, one Indexed Job per replica type, or
+:class:`JobSetTranslationError` naming every field JobSet cannot express (docs/guides/jobset.md).
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
-"""The verdict on a JobSet: the TFJob engine's rules, applied to the JobSet's view of itself.
-
-:func:`decide_jobset` maps the JobSet onto the engine's inputs (:mod:`.view`), calls
-:func:`tfjob_provider.policy.decide` and words the result for a JobSet: the same states,
-reasons and retry classes as for a TFJob, so the Airflow layers end a JobSet task exactly as
-they end a TFJob task.  Where the JobSet's own failure policy will restart the set (a JobSet
-written elsewhere, with ``maxRestarts``), a failure it recovers from is reported Restarting.
+""":func:`decide_jobset`: the TFJob engine's verdict on a JobSet, its Jobs and its pods, worded for
+the JobSet; a failure its own failure policy restarts from is reported Restarting.
 """
 
 from __future__ import annotations

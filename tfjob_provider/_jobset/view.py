@@ -1,10 +1,5 @@
-"""A JobSet, its Jobs and its pods, seen as the TFJob engine sees a TFJob and its pods.
-
-:func:`read_jobset` maps every replicated Job onto a replica type (:mod:`.replicas`), every pod
-onto a replica slot (:mod:`.slots`), and the JobSet's conditions — and what its controller is
-about to write (:mod:`.policies`) — onto the conditions the training operator would hold, so that
-:func:`tfjob_provider.policy.decide` judges it with exactly the TFJob rules.  Only the current
-run counts: Jobs of an older restart attempt, and pods the Job controller replaced, are left out.
+""":func:`read_jobset`: a JobSet, its Jobs and its pods as the TFJob and pods the engine judges, the
+JobSet's conditions (and what its controller is about to write) as the operator's conditions.
 """
 
 from __future__ import annotations
