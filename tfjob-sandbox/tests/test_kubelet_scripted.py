@@ -12,8 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kubernetes import client
+from tfjob_sandbox import Sandbox
 from tfjob_sandbox.api.resource_types import PODS, TFJOBS
 from tfjob_sandbox.kubelet.scripted_pods import SCRIPT_ANNOTATION, ScriptError, parse_script
+from tfjob_sandbox.testing import wait_for as wait_until
 from workload_helpers import (
     container_status,
     phase,
@@ -131,6 +134,28 @@ def test_deleting_a_scripted_pod_ends_it_with_sigterm(tmp_path: Path) -> None:
             await wait_for(lambda: node.pod_or_none("doomed") is None)
 
     run(scenario())
+
+
+def test_a_scripted_container_killed_from_outside_reports_the_signal_and_restarts(
+    module_sandbox: Sandbox, core_v1: client.CoreV1Api, namespace: str
+) -> None:
+    core_v1.create_namespaced_pod(
+        namespace, scripted_pod("target", {"steps": [{"run": None}]}, restart_policy="OnFailure")
+    )
+
+    def tensorflow(restarts: int) -> client.V1ContainerStatus | None:
+        pod = core_v1.read_namespaced_pod("target", namespace)
+        status = next(iter(pod.status.container_statuses or []), None)
+        running = status is not None and status.restart_count == restarts and status.state.running
+        return status if running else None
+
+    wait_until(lambda: tensorflow(0), what="the scripted container running")
+    module_sandbox.kill_process(namespace, "target")
+    killed = wait_until(lambda: tensorflow(1), what="the restart after SIGKILL").last_state.terminated
+    assert (killed.exit_code, killed.reason) == (137, "Error")  # a kill, not the OOM killer
+    module_sandbox.kill_process(namespace, "target", sig=15)
+    terminated = wait_until(lambda: tensorflow(2), what="the restart after SIGTERM").last_state.terminated
+    assert terminated.exit_code == 143
 
 
 def test_the_training_operator_sees_scripted_replicas_like_process_replicas(tmp_path: Path) -> None:

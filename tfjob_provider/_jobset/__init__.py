@@ -1,5 +1,5 @@
 """TFJobs on JobSet: :func:`tfjob_to_jobset` (the translation) and :func:`decide_jobset` (the
-verdict, by the TFJob engine's rules); docs/guides/jobset.md, docs/adr/0022-jobset-backend.md.
+verdict, by the TFJob engine's rules); docs/guides/jobset.md, docs/adr/0033-jobset-backend.md.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """``TF_CONFIG`` for a JobSet pod template: the cluster from the JobSet hostnames, the task index
-expanded by the kubelet from the completion-index annotation (docs/adr/0022-jobset-backend.md).
+expanded by the kubelet from the completion-index annotation (docs/adr/0033-jobset-backend.md).
 """
 
 from __future__ import annotations

@@ -26,7 +26,6 @@ MAX_ALIAS_NODES: Final = 1000
 
 _DOCUMENT: Final = "document"
 _MIB: Final = 1024 * 1024
-_END: Final = object()
 
 
 def describe_bytes(size: int) -> str:
@@ -101,12 +100,12 @@ def shape_problem(value: Any, field: str = _DOCUMENT, *, check_size: bool = True
     open_ids = {id(value)}
     while stack:
         entries, path, identity = stack[-1]
-        entry = next(entries, _END)
-        if entry is _END:
+        entry = next(entries, None)
+        if entry is None:
             stack.pop()
             open_ids.discard(identity)
             continue
-        key, item = entry  # type: ignore[misc]
+        key, item = entry
         size += 1 + (_scalar_bytes(key) + 1 if isinstance(key, str) else 0)
         nested = _children(item)
         if nested is None:

@@ -38,8 +38,9 @@ _MAX_INTEGER_DIGITS: Final = 4000
 class _OverLimit(yaml.composer.ComposerError):
     """A document that breaks one of the limits; ``fix`` says what to do instead."""
 
-    def __init__(self, problem: str, fix: str, mark: yaml.Mark) -> None:
-        super().__init__(None, None, problem, mark)
+    def __init__(self, problem: str, fix: str, mark: object) -> None:
+        # Events type their marks loosely (libyaml's too); the pure-Python parser's are yaml.Mark.
+        super().__init__(None, None, problem, mark if isinstance(mark, yaml.Mark) else None)
         self.fix = fix
 
 
@@ -88,7 +89,7 @@ class _StrictSafeLoader(yaml.SafeLoader):
         return result
 
     def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
-        event = self.peek_event()
+        event: yaml.Event = self.peek_event()  # type: ignore[no-untyped-call]  # untyped in types-PyYAML
         if isinstance(event, yaml.AliasEvent):
             if event.anchor in self._open_anchors:
                 raise _OverLimit(
@@ -97,7 +98,8 @@ class _StrictSafeLoader(yaml.SafeLoader):
                     "Repeat the content instead of aliasing the node that contains the alias.",
                     event.start_mark,
                 )
-            node: yaml.Node = super().compose_node(parent, index)
+            # types-PyYAML says Node | None; PyYAML's compose_node returns a node or raises.
+            node: yaml.Node = super().compose_node(parent, index)  # type: ignore[assignment]
             nodes, chars = self._measure(node)
             self._alias_nodes += nodes
             self._alias_chars += chars
@@ -129,7 +131,7 @@ class _StrictSafeLoader(yaml.SafeLoader):
             if anchor is not None:
                 self._open_anchors.add(anchor)
         try:
-            node = super().compose_node(parent, index)
+            node = super().compose_node(parent, index)  # type: ignore[assignment]  # as above
         finally:
             if collection:
                 self._depth -= 1

@@ -149,7 +149,9 @@ def observe(job: JobView, pods: object, *, keep_restarted: bool) -> Observation:
             job_active += 1
 
         type_label = labels.get(LABEL_REPLICA_TYPE)
-        known = by_label.get(type_label) if type(type_label) is str else None
+        if type(type_label) is not str:
+            continue
+        known = by_label.get(type_label)
         if known is None:
             continue
         spec, seen = known

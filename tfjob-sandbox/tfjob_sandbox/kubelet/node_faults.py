@@ -102,8 +102,8 @@ class NodeFaults(Scheduling):
         match = next((c for c in record.containers if c.name == container), None) if record else None
         if record is None or match is None or not match.running:
             raise ApiError(404, "NotFound", f'container "{container}" of pod "{pod}" is not running')
-        assert self._runner is not None and match.process is not None
-        self._runner.signal_group(match.process, sig)
+        assert match.process is not None
+        self._signal(match.process, sig)
 
     def _mark_node_lost(self, record: PodRecord) -> None:
         """What the node lifecycle controller does to a lost node's pods (docs/sandbox.md)."""
