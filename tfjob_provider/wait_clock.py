@@ -23,6 +23,8 @@ from typing import ClassVar, Final
 
 #: Longest sleep towards an instant before the wall clock is read again (the 1 s bound on lateness).
 CLOCK_CHECK_SECONDS: Final = 1.0
+#: The loop timer is moved earlier only for an alarm due more than this much sooner than it fires.
+_RESOLUTION: Final = 0.001
 
 
 def sleep_seconds(wake_at: datetime | None, now: datetime) -> float | None:
@@ -113,8 +115,8 @@ class WallClockAlarms:
         delay = min(max(heap[0][0] - self._clock(), 0.0), self._check_seconds)
         target = self._loop.time() + delay
         if self._timer is not None:
-            if self._timer.when() <= target:
-                return  # it fires sooner, and looks again then
+            if self._timer.when() <= target + _RESOLUTION:
+                return  # it fires sooner (or near enough), and looks again then
             self._timer.cancel()
         self._timer = self._loop.call_at(target, self._tick)
 
