@@ -10,6 +10,7 @@ TFJob when it fails it); the task's end is the instant its ``on_failure_callback
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -34,10 +35,17 @@ from tfjob_provider.wait_clock import CLOCK_CHECK_SECONDS
 from tfjob_provider.wait_outcome import parse_utc
 
 #: What the harness adds between the wait's end and ``on_failure_callback``: the confirmation read
-#: of a failure the provider judged itself, the TFJob's deletion, the XCom pushes, and (deferred)
-#: dag.test() handing the trigger's event back to the task, on a machine shared with other work.
-HARNESS_MARGIN = 1.5
-RULE_SECONDS = 3
+#: of a failure the provider judged itself, the TFJob's deletion, the XCom pushes and, deferred,
+#: dag.test() resuming the task with the trigger's event (1.5-2 s seen at a load average of 10 on
+#: 2 cores).  The trigger's own end is also measured, from its log line, against a tighter bound.
+HARNESS_MARGIN = 2.5
+#: What an event loop shared with dag.test() may add to a due timer on a loaded machine.
+LOOP_SLACK = 0.5
+#: Long enough for every waiter to be asleep on its timer before the instant (a deferred task's
+#: trigger needs a client, a list and a watch first: over 2 s on a loaded machine).
+RULE_SECONDS = 8
+#: The trigger's last log line before its event: "TFJob <namespace>/<name>: <status> — <message>".
+TRIGGER_END = re.compile(r"^(\S+Z) \[info\s*\] TFJob default/(\S+): (?:failed|timeout) \u2014 ", re.MULTILINE)
 
 DAG_SOURCE = """
 from __future__ import annotations
@@ -63,6 +71,7 @@ with DAG({dag_id!r}, schedule=None, start_date=datetime.datetime(2024, 1, 1)) as
 class Seen:
     """First-seen timestamps of one task's TFJob and pods (whole seconds, as the API server writes)."""
 
+    job_name: str = ""
     created: datetime | None = None
     started: datetime | None = None
     pods_created: list[datetime] = field(default_factory=list)
@@ -94,7 +103,7 @@ class Recorder(threading.Thread):
                 for job in listing["items"]:
                     metadata = job["metadata"]
                     names.add(metadata["name"])
-                    seen = self.seen.setdefault(metadata["labels"][LABEL_TASK_ID], Seen())
+                    seen = self.seen.setdefault(metadata["labels"][LABEL_TASK_ID], Seen(metadata["name"]))
                     seen.created = seen.created or parse_utc(metadata["creationTimestamp"])
                     seen.started = seen.started or parse_utc((job.get("status") or {}).get("startTime"))
                     pods = core.list_namespaced_pod(
@@ -166,7 +175,7 @@ def rule_instant(name: str, seen: Seen) -> datetime:
     seconds = timedelta(seconds=RULE_SECONDS)
     if name == "activeDeadlineSeconds":
         assert seen.started is not None, "the TFJob never got a startTime"
-        return seen.started + seconds + timedelta(seconds=1)
+        return seen.started + seconds + timedelta(seconds=1)  # active_deadline_seconds is one more
     if name in ("startup_timeout", "timeout"):
         assert seen.created is not None
         return seen.created + seconds
@@ -176,7 +185,7 @@ def rule_instant(name: str, seen: Seen) -> datetime:
 
 @pytest.mark.parametrize("name", RULES.keys())
 def test_each_rule_ends_the_task_within_a_second_of_its_instant(
-    name: str, quiet_cluster: Any, dags_folder: Path, tmp_path: Path
+    name: str, quiet_cluster: Any, dags_folder: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     rule = RULES[name]
     dag_id = "timer_" + "".join(c if c.isalnum() else "_" for c in name.lower()).strip("_")
@@ -199,6 +208,16 @@ def test_each_rule_ends_the_task_within_a_second_of_its_instant(
         recorder.join(timeout=30)
         quiet_cluster.start_operator()
     assert recorder.error is None, recorder.error
+    output = capfd.readouterr()
+    trigger_ends = {
+        job: datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+        for stamp, job in TRIGGER_END.findall(output.out + output.err)
+    }
+    instant = rule_instant(name, recorder.seen["deferred"])
+    trigger_delay = (trigger_ends[recorder.seen["deferred"].job_name] - instant).total_seconds()
+    assert 0 <= trigger_delay < CLOCK_CHECK_SECONDS + LOOP_SLACK, (
+        f"the trigger ended {trigger_delay:.2f} s after"
+    )
     delays = {}
     for task in ("in_worker", "deferred"):
         assert outcome.task(task).state == "failed", task
@@ -212,7 +231,6 @@ def test_each_rule_ends_the_task_within_a_second_of_its_instant(
     for task, delay in delays.items():
         assert delay >= 0, f"{name} ({task}) ended {-delay:.2f} s before its instant"
         assert delay < CLOCK_CHECK_SECONDS + HARNESS_MARGIN, f"{name} ({task}) ended {delay:.2f} s after it"
-    print(
-        f"{name}: task ended after the rule's instant by "
-        + ", ".join(f"{t} {d:.3f} s" for t, d in delays.items())
-    )
+    with capfd.disabled():
+        ended = ", ".join(f"{task} {delay:.3f} s" for task, delay in delays.items())
+        print(f"\n{name}: the trigger ended {trigger_delay:.3f} s after the rule's instant; the task {ended}")

@@ -180,10 +180,12 @@ class TFJobTrigger(BaseTrigger):
             SharedJobWatch.subscribe(client, name=self.name, namespace=self.namespace) as subscription,
         ):
             snapshot: JobSnapshot | None = None
+            arrived = False  # whether ``snapshot`` just came from the watch (else: a timer is due)
             wake_at = target.deadline
             while True:
                 if snapshot is not None:
-                    snapshot = await self._settle(target, snapshot, subscription)
+                    if arrived:  # an unchanged snapshot judged at a rule's instant has nothing to wait for
+                        snapshot = await self._settle(target, snapshot, subscription)
                     outcome, wake_at = await self._judge(client, target, snapshot)
                     if outcome is not None:
                         return outcome.with_recreations(snapshot.recreations)
@@ -197,7 +199,9 @@ class TFJobTrigger(BaseTrigger):
                 # the same snapshot is judged again.
                 alarm = None if wake_at is None else alarms.at(wake_at, subscription.wake)
                 try:
-                    snapshot = await subscription.next_within(None) or snapshot
+                    newer = await subscription.next_within(None)
+                    arrived = newer is not None
+                    snapshot = newer or snapshot
                 finally:
                     if alarm is not None:
                         alarm.cancel()
