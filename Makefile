@@ -10,7 +10,7 @@ BIN := $(VENV)/bin
 # Use a working uv from PATH when there is one, else a private copy in .tools (bootstrapped with pip).
 UV := $(or $(shell uv --version >/dev/null 2>&1 && command -v uv),.tools/bin/uv)
 PYTEST_ARGS ?=
-LINTED := tfjob_provider tfjob-sandbox/tfjob_sandbox demo tests benchmarks example_dags vulture_allowlist.py
+LINTED := conftest.py tfjob_provider tfjob-sandbox/tfjob_sandbox tfjob-sandbox/tests demo tests benchmarks example_dags vulture_allowlist.py
 # The sandbox's "image" for the real-TensorFlow trainer: a second venv, apart from Airflow's, from
 # its own lock (pinned tensorflow-cpu and every dependency, with hashes).
 VENV_TF := .venv-tf
@@ -20,7 +20,7 @@ TF_LOCK := example_dags/trainer/requirements-tf.lock
 VENV_SDK := .venv-sdk
 SDK_LOCK := benchmarks/peers/requirements-sdk.lock
 
-.PHONY: install venv-tf venv-sdk test lint typecheck demo demo-tf dist clean
+.PHONY: install venv-tf venv-sdk test test-unit test-tier lint typecheck demo demo-tf dist clean
 
 install: $(VENV)/.installed
 
@@ -63,6 +63,17 @@ typecheck: install
 # The real-TensorFlow tests run the trainer with .venv-tf's interpreter: make test creates it.
 test: lint typecheck venv-tf
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The fast loop: the pure core, the kube layer and the unit tests (no sandbox, no Airflow run), with
+# a tenth of the Hypothesis examples and a per-test timeout. Under a minute on 2 cores.
+test-unit: install
+	$(BIN)/python -m pytest tests/unit -q -p no:cacheprovider --hypothesis-profile=fast --timeout=30 $(PYTEST_ARGS)
+
+# One tier of the suite, without lint: make test-tier TIER=sandbox (unit, sandbox, airflow, examples,
+# realtf, browser, e2e, packaging, docs; the tiers are set from the folders in conftest.py).
+TIER ?= unit
+test-tier: install venv-tf
+	$(BIN)/python -m pytest -m "$(TIER)" $(PYTEST_ARGS)
 
 demo: install
 	$(BIN)/python -m demo

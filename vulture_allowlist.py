@@ -19,11 +19,11 @@ from kubernetes_asyncio.client import Configuration as AsyncConfiguration
 
 import tfjob_provider
 from tfjob_provider import get_provider_info
+from tfjob_provider.clipping import _BoundedRepr
 from tfjob_provider.decorators.tfjob import _TFJobDecoratedOperator
 from tfjob_provider.hooks.tfjob import TFJobHook
 from tfjob_provider.links import TFJobLink
 from tfjob_provider.operators.tfjob import TFJobOperator
-from tfjob_provider.quoting import _BoundedRepr
 from tfjob_provider.sensors.tfjob import TFJobSensor
 from tfjob_provider.triggers.tfjob import TFJobTrigger
 
@@ -85,7 +85,7 @@ _TFJobDecoratedOperator.shallow_copy_attrs
 tfjob_provider.__path__
 
 # reprlib.Repr reads its limits from these attributes and dispatches to repr_<type name> methods
-# (quoting.py's bounded repr sets the limits and renders huge integers by size).
+# (clipping.py's bounded repr sets the limits and renders huge integers by size).
 reprlib.Repr().maxlevel
 reprlib.Repr().maxstring
 reprlib.Repr().maxother

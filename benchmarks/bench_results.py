@@ -27,11 +27,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the unit-test factories
 
 from tests.unit.factories import JOB_NAME, NAMESPACE, NOW, make_pod, make_tfjob
+from tfjob_provider._outcome.outputs import TERMINATION_MESSAGE_LIMIT
+from tfjob_provider._outcome.wait import WaitTarget
 from tfjob_provider.decorators.packing import check_source, pack, runner_source
 from tfjob_provider.kube.tracking import JobTracker
 from tfjob_provider.manifest import build_tfjob
-from tfjob_provider.results import TERMINATION_MESSAGE_LIMIT
-from tfjob_provider.wait_outcome import WaitTarget
 
 FUNCTION = """
 def train(data_uri, steps=1000, learning_rate=0.01, layers=(128, 64)):

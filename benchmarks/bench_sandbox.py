@@ -32,12 +32,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tfjob_sandbox.controller import TrainingOperator
-from tfjob_sandbox.kubelet import Kubelet
-from tfjob_sandbox.resources import EVENTS, PODS, TFJOBS
-from tfjob_sandbox.scripted import SCRIPT_ANNOTATION
-from tfjob_sandbox.store import Store
-from tfjob_sandbox.webhook import register_tfjob_admission
+from tfjob_sandbox.admission.tfjob_webhook import register_tfjob_admission
+from tfjob_sandbox.api.resource_types import EVENTS, PODS, TFJOBS
+from tfjob_sandbox.kubelet.kubelet import Kubelet
+from tfjob_sandbox.kubelet.scripted_pods import SCRIPT_ANNOTATION
+from tfjob_sandbox.store.store import Store
+from tfjob_sandbox.training_operator.controller import TrainingOperator
 
 
 def tfjob(name: str, command: list[str]) -> dict[str, Any]:

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 import wait_scale
-from tfjob_sandbox.kubeconfig import connection_json
+from tfjob_sandbox.launch.kubeconfig import connection_json
 
 from demo.processes import ProcessGroupSet, new_run_marker
 from demo.sandbox_process import start_sandbox

@@ -50,7 +50,7 @@ def start_bench_sandbox(processes: ProcessGroupSet, workdir: Path) -> RunningSan
     """The sandbox CLI for one benchmark run (the real kubelet's restart back-off), its kubeconfig
     published to this process and its children: ``AIRFLOW_CONN_KUBERNETES_DEFAULT`` for the
     hooks, ``BENCH_KUBECONFIG`` for the rest."""
-    from tfjob_sandbox.kubeconfig import connection_json
+    from tfjob_sandbox.launch.kubeconfig import connection_json
 
     from demo.sandbox_process import start_sandbox
 
@@ -418,9 +418,9 @@ def worker_wait(spec: str) -> None:
     once its client exists, then one JSON line when the wait ends."""
     import airflow  # noqa: F401  (a worker task process has Airflow loaded)
 
+    from tfjob_provider._outcome.wait import WaitTarget
     from tfjob_provider.hooks.tfjob import TFJobHook
     from tfjob_provider.operators._worker_wait import wait_in_worker
-    from tfjob_provider.wait_outcome import WaitTarget
 
     namespace, name, uid = spec.split("/")
     client = TFJobHook(namespace=namespace).client

@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-#: XCom keys the provider's tasks push (``tfjob_provider.links`` / ``tfjob_provider.concluding``), spelled
-#: out here so the demo process never imports Airflow (importing it would configure an Airflow
-#: home from the user's environment); a test checks they match.
+#: XCom keys the provider's tasks push (``tfjob_provider.links`` /
+#: ``tfjob_provider._airflow.carrying_out``), spelled out here so the demo process never imports
+#: Airflow (importing it would configure an Airflow home from the user's environment); a test
+#: checks they match.
 XCOM_TFJOB_NAME = "tfjob_name"
 XCOM_TFJOB_FAILURE = "tfjob_failure"
 

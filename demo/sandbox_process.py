@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from tfjob_sandbox.kubeconfig import connection_json
+from tfjob_sandbox.launch.kubeconfig import connection_json
 
 from demo.processes import ManagedProcess, ProcessGroupSet, wait_for_line
 

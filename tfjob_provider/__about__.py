@@ -1,3 +1,3 @@
-"""The provider distribution's version: the one place hatchling and ``get_provider_info`` read it from."""
+"""The provider distribution's version, read by hatchling and ``get_provider_info``."""
 
 __version__ = "0.1.0"

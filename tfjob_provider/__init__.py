@@ -1,9 +1,7 @@
 """tfjob_provider: an Apache Airflow provider for Kubeflow TFJobs.
 
-This module must stay light: ``import tfjob_provider.policy`` has to work in an environment
-without Airflow or a Kubernetes client, and Airflow's ProvidersManager imports
-:func:`get_provider_info` while it discovers providers.  So nothing here imports Airflow,
-Kubernetes or any sub-package.
+Holds :func:`get_provider_info` only, and imports nothing else, so ``import tfjob_provider.policy``
+works without Airflow or a Kubernetes client.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""Names shared by every layer: the TFJob API coordinates and the labels that tie things together.
-
-Kept in one pure module (standard library only) so that the verdict engine, the manifest
-builder, the Kubernetes client core and the sandbox cluster all agree on the same strings
-without importing each other.  Values come from the Kubeflow training operator v1.9
-(``pkg/apis/kubeflow.org/v1/common_types.go`` and ``tensorflow_types.go``).
+"""Names shared by every layer: the TFJob API coordinates and the training operator's labels
+(operator v1.9).
 """
 
 from __future__ import annotations
@@ -23,7 +19,7 @@ DEFAULT_CONTAINER_NAME: Final = "tensorflow"
 REPLICA_TYPES: Final = ("Chief", "Evaluator", "Master", "PS", "Worker")
 CHIEF_TYPES: Final = ("Chief", "Master")
 
-# Labels the training operator puts on every pod and service it creates (docs/rules.md).
+# Labels the training operator puts on every pod and service it creates (docs/concepts/rules.md).
 LABEL_OPERATOR_NAME: Final = "training.kubeflow.org/operator-name"
 LABEL_JOB_NAME: Final = "training.kubeflow.org/job-name"
 LABEL_REPLICA_TYPE: Final = "training.kubeflow.org/replica-type"
@@ -57,4 +53,4 @@ ANNOTATION_TRY_NUMBER: Final = f"{IDENTITY_PREFIX}/try-number"
 #: Where a user reads the provider's documentation: messages seen at run time link here rather
 #: than to a path in a repository the user may never have cloned.  Also in ``[project.urls]``.
 DOCS_URL: Final = "https://github.com/tfjob-provider/tfjob-provider/blob/main/docs"
-RBAC_DOCS_URL: Final = f"{DOCS_URL}/rbac.md"
+RBAC_DOCS_URL: Final = f"{DOCS_URL}/guides/rbac.md"

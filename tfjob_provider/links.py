@@ -1,14 +1,5 @@
-"""``TFJobLink``: a button on the task that opens the TFJob in whatever dashboard a team uses.
-
-Why configurable: there is no single UI for TFJobs — the Kubeflow central dashboard, the
-Kubernetes dashboard, Lens, a Grafana board keyed by job name — so the link is a URL template
-with ``{namespace}``, ``{name}`` and ``{uid}`` placeholders, taken from the operator's
-``dashboard_url_template`` or the Airflow option ``[tfjob_provider] dashboard_url_template``.
-Without a template the link is empty, which Airflow shows as no link at all.
-
-The values come from the XComs the operator pushes as soon as its TFJob exists (``tfjob_name``,
-``tfjob_namespace``, ``tfjob_uid``); the operator also pushes the finished URL at that moment, so
-the button works while the task is still running or deferred, not only after it ended.
+"""``TFJobLink``: an extra link opening the TFJob in a dashboard, from a URL template with ``{namespace}``,
+``{name}`` and ``{uid}`` (``dashboard_url_template`` or ``[tfjob_provider] dashboard_url_template``).
 """
 
 from __future__ import annotations

@@ -1,35 +1,19 @@
-"""The TFJob manifest: load it, build it from typed parameters, validate it — one import for all three.
+"""The TFJob manifest: load it (:func:`load_tfjob`), build it (:func:`build_tfjob`), validate it
+(:func:`validate_tfjob`); every problem is reported at once as a :class:`ManifestError`.
 
-Why this module exists: everything that submits a TFJob (the Airflow operator, the examples,
-the tests) needs the same three steps — turn user input into one manifest, check it completely
-before any API call, and report every problem with its field and fix — and must not depend on
-Airflow or a Kubernetes client to do so.  The work is split by concern into
-:mod:`~tfjob_provider._manifest.loading`, :mod:`~tfjob_provider._manifest.building`,
-:mod:`~tfjob_provider._manifest.validation` (with its building blocks in
-:mod:`~tfjob_provider._manifest.checks`) and :mod:`~tfjob_provider._manifest.problems`;
-this module is the stable interface the rest of the provider imports from.
-
-Typical use by the operator::
-
-    manifest = load_tfjob(tfjob)                      # or build_tfjob(name=..., image=..., ...)
-    namespace = resolve_namespace(manifest, requested=self.namespace, fallback=connection_namespace)
-    manifest = stamp_identity(manifest, name=..., namespace=namespace, dag_id=..., ...)
-    manifest = validate_tfjob(manifest)               # ManifestError lists every problem
-
-Validate after stamping: the name-length rule needs the final name.  Pure: standard library
-plus PyYAML (an import-linter contract forbids Airflow and Kubernetes imports here).
+Validate after :func:`tfjob_provider.naming.stamp_identity`: the name-length rule needs the final name.
 """
 
 from __future__ import annotations
 
-from tfjob_provider._manifest.building import (
+from tfjob_provider._manifest.build_parameters import (
     DEFAULT_CLEAN_POD_POLICY,
     DEFAULT_RESTART_POLICY,
     EnvInput,
     ReplicaInput,
     ReplicaSpec,
-    build_tfjob,
 )
+from tfjob_provider._manifest.building import build_tfjob
 from tfjob_provider._manifest.limits import (
     MAX_ALIAS_NODES,
     MAX_MANIFEST_BYTES,

@@ -1,16 +1,5 @@
-"""Kubernetes naming rules and the Airflow identity stamped on every TFJob the provider submits.
-
-Why this module exists: a task instance must always map to the *same* TFJob name, so that a
-retried or restarted worker finds the job its previous attempt created instead of submitting a
-duplicate, and the name must be short enough that every pod and headless service the training
-operator derives from it (``<job>-<replica type>-<index>``, a DNS-1035 label of at most 63
-characters) is still valid.  Airflow ids obey none of these rules: dag and task ids may contain
-dots, underscores and non-ASCII letters, and run ids contain ``:`` and ``+``.  The identity
-therefore travels twice: sanitised in labels (selectable, lossy) and verbatim in annotations
-(exact, used to decide whether a TFJob found in the cluster really belongs to this task
-instance).
-
-Standard library only, like the rest of the pure domain layer.
+"""Kubernetes naming rules and the Airflow identity on every TFJob: :func:`job_name_for`,
+:func:`stamp_identity`, :func:`matches_identity` (docs/adr/0001-deterministic-names-and-adoption.md).
 """
 
 from __future__ import annotations
@@ -24,6 +13,7 @@ import unicodedata
 from collections.abc import Mapping
 from typing import Any, Final
 
+from tfjob_provider.clipping import shown
 from tfjob_provider.constants import (
     ANNOTATION_DAG_ID,
     ANNOTATION_MAP_INDEX,
@@ -39,7 +29,6 @@ from tfjob_provider.constants import (
     LABEL_TRY_NUMBER,
     MANAGED_BY_VALUE,
 )
-from tfjob_provider.quoting import shown
 
 #: Longest DNS-1035 / DNS-1123 label and longest label value Kubernetes accepts.
 DNS_LABEL_MAX_LENGTH: Final = 63

@@ -1,23 +1,6 @@
-"""The TFJob verdict engine: from a TFJob and its pods to Succeeded, Failed (retryable or not) or why not yet.
-
-Airflow needs one answer per poll or watch event — is the training done, did it fail, and is a
-retry worth it — and the Kubeflow training operator's own conditions are not enough: they lag
-behind the pods, hang in several documented situations (an unpullable image, a deadline nobody
-re-checks, a Restarting condition hiding a dead replica) and say "TFJobFailed" for every
-failure.  :func:`decide` therefore replays the operator's rules (v1.9, rules R1-R16, defined in
-``docs/rules.md``) on the pods themselves, improves on them where the operator
-would hang, and classifies every failure by its cause.  ``docs/rules.md`` states every rule.
-
-Pure: standard library and :mod:`tfjob_provider.constants` only, so that the trigger, the
-sensor, the operator and the tests can all call it without a cluster.  The decision order:
-
-1. ``runPolicy.managedBy`` names another controller → the TFJob's conditions only.
-2. A terminal condition on the TFJob is final (R1), Failed before Succeeded (R8).
-3. ``runPolicy.suspend`` → Suspended (R13).
-4. backoffLimit as the operator counts it (R9), then activeDeadlineSeconds against ``now`` (R10).
-5. One replayed reconcile pass over the pods (R2-R8, :mod:`tfjob_provider._policy.reconcile`).
-6. Replicas that can never start (image pull, container config, ``Rules.pending_timeout``).
-7. Otherwise the progress condition the operator would hold: Running, Restarting or Pending.
+"""The TFJob verdict engine: :func:`decide` turns a TFJob and its pods into a :class:`Verdict`, by the
+training operator's rules (docs/concepts/rules.md) and ending what the operator would leave hanging
+(docs/adr/0005-departures-from-the-training-operator.md).
 """
 
 from __future__ import annotations
@@ -148,7 +131,7 @@ def decide(
 
     ``now`` (default: the current UTC time; naive datetimes are read as UTC) is the moment the
     deadlines are measured against.  ``rules`` defaults to the training operator's behaviour plus
-    the provider's fail-fast improvements (see ``docs/rules.md``).  Never raises on malformed
+    the provider's fail-fast improvements (see ``docs/concepts/rules.md``).  Never raises on malformed
     ``tfjob`` or ``pods``; a ``rules`` or ``now`` of the wrong type is a programming error.
     """
     return _judgement(tfjob, pods, now=now, rules=rules).verdict()
@@ -165,7 +148,7 @@ def decide_with_next_change(
 
     The instant (aware UTC) is when a time-based rule comes due for these same pods and TFJob;
     None when none can (always None for a terminal verdict).  Waiters sleep until it or the next
-    watch event, whichever comes first (``docs/timers.md``).
+    watch event, whichever comes first (``docs/concepts/timers.md``).
     """
     judgement = _judgement(tfjob, pods, now=now, rules=rules)
     verdict = judgement.verdict()

@@ -7,5 +7,5 @@ with chosen exit codes that exercise each restart and retry policy — on a lapt
 TensorFlow or GPUs as much as on a real cluster.  Everything here is standard-library Python;
 ``--tensorflow`` switches to a real ``MultiWorkerMirroredStrategy`` job when TensorFlow is
 installed.  Run it as ``python path/to/trainer`` or ``python -m trainer``; see
-``docs/examples.md`` for the options.
+``docs/guides/examples.md`` for the options.
 """

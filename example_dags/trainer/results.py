@@ -60,7 +60,8 @@ def termination_message_path(environ: Mapping[str, str]) -> Path | None:
 def write_termination_message(result: TrainingResult, environ: Mapping[str, str]) -> Path | None:
     """Leave the result as this container's termination message, one small JSON document
     (``{"final_step": 8, "steps": 8, "loss": 0.1234, ...}``): the chief's becomes the Airflow
-    task's ``outputs`` (README "Results").  Returns the file written, None when there is none."""
+    task's ``outputs`` (docs/guides/operator.md, "What the task returns").  Returns the file
+    written, None when there is none."""
     path = termination_message_path(environ)
     if path is None:
         return None

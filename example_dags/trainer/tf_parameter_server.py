@@ -10,7 +10,7 @@ Roles, as TensorFlow's parameter-server training has them:
   left its ``DONE`` marker there; otherwise the training operator deletes them
   (``cleanPodPolicy: Running``).
 
-What each failure does (the scenarios ``docs/examples.md`` describes): a lost worker is handled
+What each failure does (the scenarios ``docs/guides/examples.md`` describes): a lost worker is handled
 by the coordinator itself — its steps go to the other workers, and a recreated worker is used
 again when it is back; a lost PS takes the variables with it, so the coordinator's next step
 fails with ``UnavailableError`` and the chief exits with the retryable peer-lost status (the job

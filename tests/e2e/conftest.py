@@ -64,7 +64,7 @@ def full_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FullStack]:
     ):
         # Pods start 5 s after scheduling, as after an image pull: with the workers' 1 s wake-up
         # below, every trigger fires well after the scheduler has drained the deferring worker's
-        # exit event (Airflow 3.3's stale defer-exit race; see docs/examples.md).
+        # exit event (Airflow 3.3's stale defer-exit race; see docs/guides/examples.md).
         sandbox = start_sandbox(
             processes, directory=root / "sandbox", env=dict(os.environ), pod_start_delay=STARTUP_SECONDS
         )
@@ -78,7 +78,7 @@ def full_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FullStack]:
             connection_uri=sandbox.connection_uri,
             # 1.5 s steps: a trigger that fires within seconds of the deferral meets an Airflow 3.3
             # scheduler race (apache/airflow#71580, #72716) that fails the resumed try; see
-            # docs/examples.md.  The demo (`airflow dags test`, no executor) is not affected.
+            # docs/guides/examples.md.  The demo (`airflow dags test`, no executor) is not affected.
             extra_env={
                 **example_variables(checkpoint_dir=root / "checkpoints", step_seconds=1.5),
                 # A task supervisor notices its process's exit at its next wake-up, every

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 
 # What Airflow 3.3's scheduler logs when it applies the stale "success" of a deferring worker's
-# exit to the resumed try (apache/airflow#66374, #71580, #72716; docs/examples.md "Known issues").
+# exit to the resumed try (apache/airflow#66374, #71580, #72716; docs/guides/examples.md "Known issues").
 STALE_DEFER_EXIT = "finished with state success, but the task instance's state attribute is"
 
 

@@ -145,7 +145,7 @@ def test_summary_shows_airflow_tries_the_tfjobs_their_verdicts_and_replicas() ->
 
 def test_the_demo_reads_the_xcom_keys_the_provider_pushes() -> None:
     from demo.outcomes import XCOM_TFJOB_FAILURE, XCOM_TFJOB_NAME
-    from tfjob_provider.ending import XCOM_FAILURE
+    from tfjob_provider._outcome.task_ending import XCOM_FAILURE
     from tfjob_provider.links import XCOM_NAME
 
     assert (XCOM_TFJOB_NAME, XCOM_TFJOB_FAILURE) == (XCOM_NAME, XCOM_FAILURE)

@@ -1,4 +1,4 @@
-"""The trainer leaves its final step and loss as its termination message (README "Results")."""
+"""The trainer leaves its final step and loss as its termination message (docs/guides/operator.md)."""
 
 from __future__ import annotations
 

@@ -47,7 +47,7 @@ def default_connection(hook_sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -
 
 def write_kubeconfig(path: Path, *, sandbox: Sandbox, token: str, namespace: str = "default") -> Path:
     """A kubeconfig for the sandbox with another bearer token (an RBAC-limited user)."""
-    from tfjob_sandbox.kubeconfig import kubeconfig_document
+    from tfjob_sandbox.launch.kubeconfig import kubeconfig_document
 
     document = kubeconfig_document(
         server=sandbox.url, token=token, ca_pem=sandbox.ca_pem, namespace=namespace

@@ -1,4 +1,4 @@
-"""The documented least-privilege Role (docs/rbac.md) is enough, and one verb less is named clearly."""
+"""The documented least-privilege Role (docs/guides/rbac.md) is enough, and one verb less is named clearly."""
 
 from __future__ import annotations
 
@@ -21,18 +21,18 @@ from tfjob_provider.kube.watching import WatchSettings
 
 pytestmark = pytest.mark.timeout(120)
 
-RBAC_DOC = Path(__file__).resolve().parents[2] / "docs" / "rbac.md"
+RBAC_DOC = Path(__file__).resolve().parents[2] / "docs" / "guides" / "rbac.md"
 TOKEN = "provider-token"
 USER = "system:serviceaccount:airflow:airflow-worker"
 
 
 def documented_role_rules() -> list[dict[str, Any]]:
-    """The rules of the ``Role`` YAML block in docs/rbac.md (the test reads the doc users copy)."""
+    """The rules of the ``Role`` YAML block in docs/guides/rbac.md (the test reads the doc users copy)."""
     for block in re.findall(r"```yaml\n(.*?)```", RBAC_DOC.read_text(), flags=re.S):
         for document in yaml.safe_load_all(block):
             if isinstance(document, dict) and document.get("kind") == "Role":
                 return list(document["rules"])
-    raise AssertionError("docs/rbac.md has no Role")
+    raise AssertionError("docs/guides/rbac.md has no Role")
 
 
 def sandbox_with_rules(tmp: Path, rules: list[dict[str, Any]], namespace: str) -> Any:

@@ -207,6 +207,7 @@ def test_one_api_client_and_one_connection_for_many_calls(hook_sandbox: Sandbox,
 
 def test_lists_are_paged_through_the_sandbox_and_joined(hook_sandbox: Sandbox, namespace: str) -> None:
     """``limit``/``continue`` against a real API server: every page is fetched, nothing twice."""
+    from tfjob_provider.kube import effects
     from tfjob_provider.kube import operations as ops
     from tfjob_provider.kube import requests as rq
 
@@ -220,7 +221,7 @@ def test_lists_are_paged_through_the_sandbox_and_joined(hook_sandbox: Sandbox, n
 
     pages: list[dict[str, str]] = []
 
-    def counting_send(session: ops.Session, request: rq.ApiRequest) -> ops.Operation[ops.Response]:
+    def counting_send(session: ops.Session, request: rq.ApiRequest) -> effects.Operation[effects.Response]:
         pages.append(dict(request.query))
         return ops.call(session, request)
 
@@ -237,6 +238,7 @@ def test_a_paged_list_shrinks_each_page_before_asking_for_the_next(
 ) -> None:
     """With ``shrink``, the whole objects of a page are cut down as the page arrives: at no point
     does the list hold more than one page of whole objects (the triggerer's peak memory)."""
+    from tfjob_provider.kube import effects
     from tfjob_provider.kube import operations as ops
     from tfjob_provider.kube import requests as rq
     from tfjob_provider.kube.tracking import JobTracker
@@ -250,7 +252,7 @@ def test_a_paged_list_shrinks_each_page_before_asking_for_the_next(
 
     events: list[str] = []
 
-    def counting_send(session: ops.Session, request: rq.ApiRequest) -> ops.Operation[ops.Response]:
+    def counting_send(session: ops.Session, request: rq.ApiRequest) -> effects.Operation[effects.Response]:
         events.append("page")
         return ops.call(session, request)
 

@@ -102,8 +102,8 @@ def test_the_triggers_on_kill_never_deletes_a_succeeded_or_an_unreadable_tfjob(
 ) -> None:
     import json
 
+    from tfjob_provider._outcome.wait import has_succeeded
     from tfjob_provider.hooks.tfjob import TFJobHook
-    from tfjob_provider.wait_outcome import has_succeeded
 
     done, unread = unique_name("done"), unique_name("unread")
     done_uid = submit_tfjob(done, command=["python", "-c", "pass"])

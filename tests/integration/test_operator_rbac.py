@@ -1,4 +1,4 @@
-"""The operator runs with exactly the Role of docs/rbac.md, and one verb less fails clearly, at once.
+"""The operator runs with exactly the Role of docs/guides/rbac.md, and one verb less fails clearly, at once.
 
 The sandbox enforces an RBAC file for the connection's token; the Role is read from the document
 users copy (as the hook's RBAC test does), so the document cannot drift from what the operator needs.
@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tfjob_sandbox.kubeconfig import connection_json
+from tfjob_sandbox.launch.kubeconfig import connection_json
 from tfjob_sandbox.testing import wait_for
 
 from tests.integration.airflow_harness import load_dag, run_dag, write_dag_file, xcom_value

@@ -24,6 +24,8 @@ from kubernetes import client
 from tfjob_sandbox.testing import running_sandbox, sync_api_client
 
 from tests.integration.airflow_harness import load_dag, run_dag, write_dag_file, xcom_value
+from tfjob_provider._outcome.wait import parse_utc
+from tfjob_provider._outcome.wait_clock import CLOCK_CHECK_SECONDS
 from tfjob_provider.constants import LABEL_DAG_ID, LABEL_JOB_NAME, LABEL_TASK_ID
 from tfjob_provider.policy import (
     REASON_DEADLINE,
@@ -31,8 +33,6 @@ from tfjob_provider.policy import (
     REASON_PENDING_TIMEOUT,
     REASON_STARTUP_TIMEOUT,
 )
-from tfjob_provider.wait_clock import CLOCK_CHECK_SECONDS
-from tfjob_provider.wait_outcome import parse_utc
 
 #: What the harness adds between the wait's end and ``on_failure_callback``: the confirmation read
 #: of a failure the provider judged itself, the TFJob's deletion, the XCom pushes and, deferred,

@@ -109,8 +109,10 @@ def wheel_problems(wheel: Path, package: str) -> list[str]:
         if any(PurePosixPath(n).parts[0] == PROVIDER for n in names):
             problems.append(f"{wheel.name}: holds provider modules")
         # Package data, easily lost by a build configuration: the CRD the sandbox installs at start.
-        if "tfjob_sandbox/crds/tfjobs.yaml" not in names:
-            problems.append(f"{wheel.name}: tfjob_sandbox/crds/tfjobs.yaml (the sandbox's TFJob CRD) missing")
+        if "tfjob_sandbox/admission/crds/tfjobs.yaml" not in names:
+            problems.append(
+                f"{wheel.name}: tfjob_sandbox/admission/crds/tfjobs.yaml (the sandbox's TFJob CRD) missing"
+            )
     return problems
 
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from tfjob_sandbox.kubeconfig import connection_json
+from tfjob_sandbox.launch.kubeconfig import connection_json
 
 from demo.processes import ProcessGroupSet, new_run_marker, wait_for_line
 from tests.packaging.distributions import PROVIDER, SANDBOX, wheel_problems

@@ -25,8 +25,8 @@ from typing import Any
 
 import pytest
 import yaml
-from tfjob_sandbox.schema import StructuralSchema
-from tfjob_sandbox.tfjob_crd import tfjob_crd
+from tfjob_sandbox.admission.structural_schema import StructuralSchema
+from tfjob_sandbox.admission.tfjob_crd import tfjob_crd
 
 from tests.reference_crd import REFERENCE_CRD, needs_reference_crd
 from tests.unit.test_manifest_crd import BUILD_PARAMETERS, CORPUS, EXAMPLES

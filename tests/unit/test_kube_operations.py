@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tfjob_provider.kube import errors
+from tfjob_provider.kube import effects, errors, list_watch
 from tfjob_provider.kube import operations as ops
 from tfjob_provider.kube.ratelimit import RateLimit, TokenBucket
 from tfjob_provider.kube.retry import RetryPolicy
@@ -36,16 +36,16 @@ class Script:
     """Answers effects: ``responses`` per (method, path-suffix) in order, ``lines`` for NextLine."""
 
     def __init__(self) -> None:
-        self.responses: dict[tuple[str, str], deque[ops.Response | Exception]] = {}
-        self.lines: deque[Callable[[dict[str, str]], ops.StreamLine | ops.StreamClosed]] = deque()
+        self.responses: dict[tuple[str, str], deque[effects.Response | Exception]] = {}
+        self.lines: deque[Callable[[dict[str, str]], effects.StreamLine | effects.StreamClosed]] = deque()
         self.sent: list[Any] = []
         self.sleeps: list[float] = []
         self.open: dict[str, str] = {}  # stream name -> current key
 
-    def on(self, method: str, suffix: str, *answers: ops.Response | Exception) -> None:
+    def on(self, method: str, suffix: str, *answers: effects.Response | Exception) -> None:
         self.responses.setdefault((method, suffix), deque()).extend(answers)
 
-    def answer(self, request: Any) -> ops.Response:
+    def answer(self, request: Any) -> effects.Response:
         for (method, suffix), answers in self.responses.items():
             if request.method == method and request.path.endswith(suffix) and answers:
                 first = answers[0]
@@ -56,36 +56,36 @@ class Script:
                 return first
         raise AssertionError(f"unscripted request {request.describe()} {request.query}")
 
-    def perform(self, effect: ops.Effect) -> Any:
+    def perform(self, effect: effects.Effect) -> Any:
         self.sent.append(effect)
-        if isinstance(effect, ops.Send):
+        if isinstance(effect, effects.Send):
             return self.answer(effect.request)
-        if isinstance(effect, ops.Sleep):
+        if isinstance(effect, effects.Sleep):
             self.sleeps.append(effect.seconds)
             CLOCK[0] += effect.seconds
             return None
-        if isinstance(effect, ops.OpenStream):
+        if isinstance(effect, effects.OpenStream):
             response = self.answer(effect.request)
             if 200 <= response.status < 300:
                 self.open[effect.key.split("#")[0]] = effect.key
             return response
-        if isinstance(effect, ops.NextLine):
+        if isinstance(effect, effects.NextLine):
             if not self.lines:
                 raise StopScript
             return self.lines.popleft()(self.open)
-        if isinstance(effect, ops.CloseStream):
+        if isinstance(effect, effects.CloseStream):
             return None
         raise AssertionError(effect)
 
 
 def run(
-    script: Script, operation: ops.Operation[Any], *, max_emits: int = 1000, max_effects: int = 500
+    script: Script, operation: effects.Operation[Any], *, max_emits: int = 1000, max_effects: int = 500
 ) -> tuple[Any, list[Any]]:
     emitted: list[Any] = []
     try:
         effect = next(operation)
         while len(script.sent) < max_effects:
-            if isinstance(effect, ops.Emit):
+            if isinstance(effect, effects.Emit):
                 emitted.append(effect.value)
                 if len(emitted) >= max_emits:
                     operation.close()
@@ -115,23 +115,23 @@ def session(**retry: Any) -> ops.Session:
     )
 
 
-def ok(body: Any) -> ops.Response:
-    return ops.Response(200, {}, json.dumps(body).encode())
+def ok(body: Any) -> effects.Response:
+    return effects.Response(200, {}, json.dumps(body).encode())
 
 
 def status(
     code: int, reason: str = "", message: str = "", headers: dict[str, str] | None = None
-) -> ops.Response:
+) -> effects.Response:
     body = {"kind": "Status", "code": code, "reason": reason, "message": message}
-    return ops.Response(code, headers or {}, json.dumps(body).encode())
+    return effects.Response(code, headers or {}, json.dumps(body).encode())
 
 
-def line(stream: str, event: dict[str, Any]) -> Callable[[dict[str, str]], ops.StreamLine]:
-    return lambda open_keys: ops.StreamLine(open_keys[stream], json.dumps(event).encode())
+def line(stream: str, event: dict[str, Any]) -> Callable[[dict[str, str]], effects.StreamLine]:
+    return lambda open_keys: effects.StreamLine(open_keys[stream], json.dumps(event).encode())
 
 
-def closed(stream: str, **kwargs: Any) -> Callable[[dict[str, str]], ops.StreamClosed]:
-    return lambda open_keys: ops.StreamClosed(open_keys[stream], **kwargs)
+def closed(stream: str, **kwargs: Any) -> Callable[[dict[str, str]], effects.StreamClosed]:
+    return lambda open_keys: effects.StreamClosed(open_keys[stream], **kwargs)
 
 
 def tfjob_obj(rv: str, *, uid: str = "u1", conditions: list[dict[str, str]] | None = None) -> dict[str, Any]:
@@ -165,7 +165,7 @@ def test_transient_failures_are_retried_with_backoff_then_succeed() -> None:
     result, _ = run(script, ops.get_tfjob(session(), "mnist", namespace="ns"))
     assert result["metadata"]["uid"] == "u1"
     assert script.sleeps == [1.0, 1.0]  # attempt 1 and 2 back-off with zero jitter and wait_min 1
-    assert sum(isinstance(e, ops.Send) for e in script.sent) == 3
+    assert sum(isinstance(e, effects.Send) for e in script.sent) == 3
 
 
 def test_429_waits_exactly_retry_after() -> None:
@@ -178,11 +178,11 @@ def test_429_waits_exactly_retry_after() -> None:
 def test_422_is_never_retried_and_carries_causes() -> None:
     script = Script()
     body = {"kind": "Status", "code": 422, "reason": "Invalid", "details": {"causes": [{"field": "spec.x"}]}}
-    script.on("POST", "/tfjobs", ops.Response(422, {}, json.dumps(body).encode()))
+    script.on("POST", "/tfjobs", effects.Response(422, {}, json.dumps(body).encode()))
     with pytest.raises(errors.InvalidError) as caught:
         run(script, ops.create_tfjob(session(), {"kind": "TFJob"}, namespace="ns"))
     assert caught.value.fields == ("spec.x",)
-    assert sum(isinstance(e, ops.Send) for e in script.sent) == 1 and script.sleeps == []
+    assert sum(isinstance(e, effects.Send) for e in script.sent) == 1 and script.sleeps == []
 
 
 def test_retries_stop_when_the_outage_budget_is_spent() -> None:
@@ -191,7 +191,7 @@ def test_retries_stop_when_the_outage_budget_is_spent() -> None:
     with pytest.raises(errors.UnavailableError):
         run(script, ops.get_tfjob(session(budget=5.0), "mnist", namespace="ns"))
     assert script.sleeps == [1.0, 1.0, 2.0, 1.0]  # 1, 1, 2, then the 4 s step cut to the budget
-    assert sum(isinstance(e, ops.Send) for e in script.sent) == 5
+    assert sum(isinstance(e, effects.Send) for e in script.sent) == 5
 
 
 def test_retry_after_one_second_is_a_minimum_not_the_pace() -> None:
@@ -206,7 +206,9 @@ def test_the_error_is_raised_from_the_transport_exception() -> None:
     cause = RuntimeError("library error")
     script = Script()
     script.on(
-        "GET", "/tfjobs/mnist", ops.Response(404, {}, json.dumps({"kind": "Status"}).encode(), cause=cause)
+        "GET",
+        "/tfjobs/mnist",
+        effects.Response(404, {}, json.dumps({"kind": "Status"}).encode(), cause=cause),
     )
     with pytest.raises(errors.NotFoundError) as caught:
         run(script, ops.get_tfjob(session(), "mnist", namespace="ns"))
@@ -225,7 +227,7 @@ def test_every_request_takes_a_token_and_waits_when_the_bucket_is_empty() -> Non
 
 def test_a_plain_404_on_tfjobs_means_the_type_is_not_served() -> None:
     script = Script()
-    script.on("POST", "/tfjobs", ops.Response(404, {}, b"404 page not found"))
+    script.on("POST", "/tfjobs", effects.Response(404, {}, b"404 page not found"))
     with pytest.raises(errors.TFJobNotServedError, match="install the Kubeflow training operator v1"):
         run(script, ops.create_tfjob(session(), {}, namespace="ns"))
 
@@ -254,7 +256,7 @@ def test_delete_of_a_missing_job_returns_false() -> None:
 
 def test_log_tail_is_cut_to_limit_bytes() -> None:
     script = Script()
-    script.on("GET", "/log", ops.Response(200, {}, b"x" * 100))
+    script.on("GET", "/log", effects.Response(200, {}, b"x" * 100))
     text, _ = run(script, ops.read_log_tail(session(), "p", namespace="ns", limit_bytes=10))
     assert text == "x" * 10
 
@@ -270,13 +272,13 @@ def test_events_for_several_objects_are_merged_and_sorted() -> None:
     assert [e["metadata"]["uid"] for e in events] == ["e2", "e1"]
 
 
-def pods_page(names: list[str], *, rv: str, token: str = "") -> ops.Response:
+def pods_page(names: list[str], *, rv: str, token: str = "") -> effects.Response:
     metadata = {"resourceVersion": rv, **({"continue": token} if token else {})}
     return ok({"metadata": metadata, "items": [pod_obj(name, rv, "Running") for name in names]})
 
 
 def sent_lists(script: Script) -> list[dict[str, str]]:
-    return [dict(e.request.query) for e in script.sent if isinstance(e, ops.Send)]
+    return [dict(e.request.query) for e in script.sent if isinstance(e, effects.Send)]
 
 
 def test_lists_are_read_in_pages_and_joined() -> None:
@@ -326,7 +328,7 @@ def test_a_paged_list_hands_the_watch_the_snapshot_version() -> None:
         pods_page(["mnist-worker-0"], rv="60", token="t1"),
         pods_page(["mnist-worker-1"], rv="60"),
     )
-    _, snapshots = run(script, ops.watch_job(session(), "mnist", namespace="ns"))
+    _, snapshots = run(script, list_watch.watch_job(session(), "mnist", namespace="ns"))
     names = [[p["metadata"]["name"] for p in s.pods] for s in snapshots]
     assert names == [["mnist-worker-0", "mnist-worker-1"]]
     pod_watch = [r for r in watch_requests(script) if r.path.endswith("/pods")]
@@ -339,7 +341,7 @@ def test_a_fresh_read_lists_the_pods_before_it_gets_the_tfjob() -> None:
     script.on("GET", "/tfjobs/mnist", ok(tfjob_obj("41")))
     (tfjob, pods), _ = run(script, ops.read_job(session(), "mnist", namespace="ns"))
     assert tfjob["metadata"]["resourceVersion"] == "41" and len(pods) == 1
-    paths = [e.request.path for e in script.sent if isinstance(e, ops.Send)]
+    paths = [e.request.path for e in script.sent if isinstance(e, effects.Send)]
     assert [path.rsplit("/", 1)[-1] for path in paths] == ["pods", "mnist"]
 
 
@@ -352,12 +354,12 @@ def test_a_fresh_read_of_a_missing_tfjob_has_no_pods() -> None:
 
 def test_follow_log_emits_lines_until_the_stream_ends() -> None:
     script = Script()
-    script.on("GET", "/log", ops.Response(200))
+    script.on("GET", "/log", effects.Response(200))
     script.lines.extend(
         [
-            lambda keys: ops.StreamLine("log", b"step 1\r"),
-            lambda keys: ops.StreamLine("log", b"step 2"),
-            lambda keys: ops.StreamClosed("log"),
+            lambda keys: effects.StreamLine("log", b"step 1\r"),
+            lambda keys: effects.StreamLine("log", b"step 2"),
+            lambda keys: effects.StreamClosed("log"),
         ]
     )
     _, lines = run(script, ops.follow_log(session(), "p", namespace="ns"))
@@ -379,7 +381,7 @@ def watch_script() -> Script:
 
 
 def watch_requests(script: Script) -> list[Any]:
-    return [e.request for e in script.sent if isinstance(e, ops.OpenStream)]
+    return [e.request for e in script.sent if isinstance(e, effects.OpenStream)]
 
 
 def test_watch_job_lists_then_watches_and_emits_on_every_change() -> None:
@@ -391,7 +393,7 @@ def test_watch_job_lists_then_watches_and_emits_on_every_change() -> None:
             line("pods", {"type": "MODIFIED", "object": pod_obj("mnist-worker-0", "16", "Succeeded")}),
         ]
     )
-    _, snapshots = run(script, ops.watch_job(session(), "mnist", namespace="ns"))
+    _, snapshots = run(script, list_watch.watch_job(session(), "mnist", namespace="ns"))
     phases = [s.pods[0]["status"]["phase"] for s in snapshots]
     assert phases == ["Pending", "Running", "Succeeded"]
     opened = watch_requests(script)
@@ -413,7 +415,7 @@ def test_410_event_relists_only_that_stream_and_resumes_from_the_new_version() -
         "/pods",
         ok({"metadata": {"resourceVersion": "30"}, "items": [pod_obj("mnist-worker-0", "29", "Running")]}),
     )
-    _, snapshots = run(script, ops.watch_job(session(), "mnist", namespace="ns"))
+    _, snapshots = run(script, list_watch.watch_job(session(), "mnist", namespace="ns"))
     pod_watches = [r for r in watch_requests(script) if r.path.endswith("/pods")]
     assert [dict(r.query)["resourceVersion"] for r in pod_watches] == ["10", "30"]
     assert [[p["metadata"]["name"] for p in s.pods] for s in snapshots] == [
@@ -436,8 +438,10 @@ def test_http_410_on_open_relists() -> None:
             ok({"metadata": {"resourceVersion": "40"}, "items": []}),
         ]
     )
-    run(script, ops.watch_job(session(), "mnist", namespace="ns"))
-    lists = [e.request for e in script.sent if isinstance(e, ops.Send) and e.request.path.endswith("/pods")]
+    run(script, list_watch.watch_job(session(), "mnist", namespace="ns"))
+    lists = [
+        e.request for e in script.sent if isinstance(e, effects.Send) and e.request.path.endswith("/pods")
+    ]
     assert len(lists) == 2
 
 
@@ -449,16 +453,16 @@ def test_silence_reconnects_from_the_last_version_without_relisting() -> None:
             closed("pods", silent=True),
         ]
     )
-    run(script, ops.watch_job(session(), "mnist", namespace="ns"))
+    run(script, list_watch.watch_job(session(), "mnist", namespace="ns"))
     pod_watches = [r for r in watch_requests(script) if r.path.endswith("/pods")]
     assert [dict(r.query)["resourceVersion"] for r in pod_watches] == ["10", "77"]
-    assert sum(isinstance(e, ops.Send) for e in script.sent) == 2  # only the two initial lists
+    assert sum(isinstance(e, effects.Send) for e in script.sent) == 2  # only the two initial lists
 
 
 def test_a_broken_stream_reconnects_after_backoff() -> None:
     script = watch_script()
     script.lines.append(closed("tfjobs", error=errors.unavailable("reset", request=None)))
-    run(script, ops.watch_job(session(), "mnist", namespace="ns"))
+    run(script, list_watch.watch_job(session(), "mnist", namespace="ns"))
     assert 1.0 in script.sleeps
     assert len([r for r in watch_requests(script) if r.path.endswith("/tfjobs")]) == 2
 
@@ -471,13 +475,13 @@ def test_a_non_410_error_event_ends_the_watch_when_not_retryable() -> None:
         )
     )
     with pytest.raises(errors.KubeApiError, match="bad selector"):
-        run(script, ops.watch_job(session(), "mnist", namespace="ns"))
+        run(script, list_watch.watch_job(session(), "mnist", namespace="ns"))
 
 
 def test_tfjob_deleted_is_reported() -> None:
     script = watch_script()
     script.lines.append(line("tfjobs", {"type": "DELETED", "object": tfjob_obj("12")}))
-    _, snapshots = run(script, ops.watch_job(session(), "mnist", namespace="ns"))
+    _, snapshots = run(script, list_watch.watch_job(session(), "mnist", namespace="ns"))
     assert snapshots[-1].deleted and snapshots[-1].tfjob is None
 
 
@@ -487,11 +491,13 @@ def test_forbidden_watch_falls_back_to_polling() -> None:
     script.responses[("GET", "/tfjobs")].appendleft(forbidden)
     script.responses[("GET", "/tfjobs")].rotate(-1)  # list ok, then watch forbidden
     script.on("GET", "/tfjobs/mnist", ok(tfjob_obj("50")))
-    _, snapshots = run(script, ops.watch_job(session(), "mnist", namespace="ns"), max_emits=3)
+    _, snapshots = run(script, list_watch.watch_job(session(), "mnist", namespace="ns"), max_emits=3)
     assert len(snapshots) == 2 or len(snapshots) == 3
     assert all(isinstance(s, JobSnapshot) for s in snapshots)
     gets = [
-        e.request for e in script.sent if isinstance(e, ops.Send) and e.request.path.endswith("/tfjobs/mnist")
+        e.request
+        for e in script.sent
+        if isinstance(e, effects.Send) and e.request.path.endswith("/tfjobs/mnist")
     ]
     assert gets, "polling must GET the TFJob"
     assert 10.0 in script.sleeps
@@ -503,7 +509,7 @@ def test_a_watch_rides_out_failures_for_the_outage_budget_however_many_then_rais
     script.responses[("GET", "/pods")] = deque([list_ok, list_ok, status(503, "ServiceUnavailable")])
     script.lines.append(closed("pods", error=errors.unavailable("reset", request=None)))
     with pytest.raises(errors.UnavailableError):
-        run(script, ops.watch_job(session(budget=60.0), "mnist", namespace="ns"))
+        run(script, list_watch.watch_job(session(budget=60.0), "mnist", namespace="ns"))
     assert len(script.sleeps) > 10  # not a count of failures: the time they took
     assert sum(script.sleeps) == pytest.approx(60.0)
 
@@ -515,16 +521,16 @@ def test_a_stream_reopened_ends_the_outage_for_a_break_queued_meanwhile() -> Non
     script.responses[("GET", "/tfjobs")] = deque([listed, listed, unavailable, unavailable, listed])
     reset = errors.unavailable("reset", request=None)
     script.lines.extend([closed("tfjobs", error=reset), closed("pods", error=reset)])
-    run(script, ops.watch_job(session(), "mnist", namespace="ns"))
+    run(script, list_watch.watch_job(session(), "mnist", namespace="ns"))
     assert script.sleeps == [1.0, 1.0, 2.0, 1.0]  # the pods' break starts a new run: 1 s, not 4 s
 
 
 def test_a_line_received_ends_the_outage() -> None:
-    def reset(keys: dict[str, str]) -> ops.StreamClosed:
-        return ops.StreamClosed(keys["pods"], error=errors.unavailable("reset", request=None))
+    def reset(keys: dict[str, str]) -> effects.StreamClosed:
+        return effects.StreamClosed(keys["pods"], error=errors.unavailable("reset", request=None))
 
     bookmark = line("pods", {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "77"}}})
     script = watch_script()
     script.lines = type(script.lines)([reset, reset, reset, bookmark] * 10)
-    run(script, ops.watch_job(session(budget=5.0), "mnist", namespace="ns"))  # 40 s of flapping
+    run(script, list_watch.watch_job(session(budget=5.0), "mnist", namespace="ns"))  # 40 s of flapping
     assert sum(script.sleeps) > 5.0

@@ -1,11 +1,12 @@
 """The manifests the provider builds and accepts must also pass the TFJob CRD's schema.
 
-The CRD is the project's own, the one ``tfjob-sandbox`` installs (``tfjob_sandbox/crds/
-tfjobs.yaml``); ``test_crd_cross_check.py`` holds it against the training operator's where that
-file is available.  jsonschema does not know Kubernetes' extensions, so the helper here
-approximates the API server: ``x-kubernetes-int-or-string`` means integer or string, int32/int64
-formats bound the value, and — as with ``fieldValidation=Strict`` — an object schema that lists
-its properties rejects any other field unless it says ``x-kubernetes-preserve-unknown-fields``.
+The CRD is the project's own, the one ``tfjob-sandbox`` installs
+(``tfjob_sandbox/admission/crds/tfjobs.yaml``); ``test_crd_cross_check.py`` holds it against the
+training operator's where that file is available. jsonschema does not know Kubernetes' extensions,
+so the helper here approximates the API server: ``x-kubernetes-int-or-string`` means integer or
+string, int32/int64 formats bound the value, and — as with ``fieldValidation=Strict`` — an object
+schema that lists its properties rejects any other field unless it says
+``x-kubernetes-preserve-unknown-fields``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from tfjob_sandbox.tfjob_crd import TFJOB_CRD_FILE
+from tfjob_sandbox.admission.tfjob_crd import TFJOB_CRD_FILE
 
 from tfjob_provider.manifest import (
     ManifestError,

@@ -2,7 +2,7 @@
 
 ``policy`` must import in an environment without Airflow or a Kubernetes client (the trigger, the
 sensor and user code import it), and every reason code it can return must be explained in
-``docs/rules.md`` with its state, because the README and the task logs point users there.
+``docs/concepts/rules.md`` with its state, because the README and the task logs point users there.
 """
 
 from __future__ import annotations
@@ -49,15 +49,15 @@ def test_policy_imports_only_the_standard_library_and_the_provider() -> None:
 
 
 def test_every_reason_is_documented_with_its_state() -> None:
-    rules_md = (REPO / "docs" / "rules.md").read_text(encoding="utf-8")
+    rules_md = (REPO / "docs" / "concepts" / "rules.md").read_text(encoding="utf-8")
     section = rules_md.split("## 6. Reason codes", 1)[1].split("\n## ", 1)[0]
     documented = dict(re.findall(r"^\| `(\w+)` \| (\w+) \|", section, flags=re.MULTILINE))
     for reason, state in policy.REASON_STATES.items():
         assert documented.get(reason) == state.value, (
-            f"{reason} ({state.value}) is not in the table of docs/rules.md"
+            f"{reason} ({state.value}) is not in the table of docs/concepts/rules.md"
         )
     assert set(documented) <= set(policy.REASON_STATES), (
-        "docs/rules.md lists reasons the engine does not have"
+        "docs/concepts/rules.md lists reasons the engine does not have"
     )
 
 

@@ -4,7 +4,7 @@ The sandbox emulates the operator independently of the verdict engine (it may im
 ``constants``), so agreement between the two is evidence that both read the operator's rules the
 same way.  Every disagreement must be one of the provider's documented departures: a pod that failed
 for good under ``Never`` which the operator would hide behind a Restarting condition or ignore as a
-dynamic worker (docs/rules.md §8, items 3 and 4).
+dynamic worker (docs/concepts/rules.md §8, items 3 and 4).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tfjob_sandbox.controller_reconcile import WriteStatus, reconcile
+from tfjob_sandbox.training_operator.reconcile import WriteStatus, reconcile
 
 from tests.unit.factories import NOW, condition, make_pod, make_tfjob
 from tfjob_provider.policy import Rules, VerdictState, decide
@@ -69,7 +69,7 @@ def operator_state(job: dict[str, Any], pods: list[dict[str, Any]]) -> str:
     return "Pending"
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=snapshots())
 def test_decide_agrees_with_the_sandbox_operator_except_for_documented_departures(
     case: tuple[dict[str, Any], list[dict[str, Any]]],

@@ -1,4 +1,4 @@
-"""What fails a job (R2, R7; docs/rules.md §2 and §8), the cause of each failure and its retry class."""
+"""What fails a job (R2, R7; docs/concepts/rules.md §2, §8), each failure's cause and its retry class."""
 
 from __future__ import annotations
 

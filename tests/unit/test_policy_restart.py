@@ -126,7 +126,7 @@ def test_exit_code_of_a_previous_run_is_not_used() -> None:
     assert verdict.state is RESTARTING  # 48879, retryable
 
 
-# --- the Restarting condition (R7 step 1; docs/rules.md §8.3) ------------------------------------------
+# --- the Restarting condition (R7 step 1; docs/concepts/rules.md §8.3) ------------------------------
 
 
 def restarting_job(**kwargs: Any) -> dict[str, Any]:
@@ -147,7 +147,7 @@ def test_restarting_condition_masks_a_pod_being_deleted() -> None:
 
 
 def test_restarting_condition_does_not_hide_a_failed_never_replica() -> None:
-    """docs/rules.md §8.3: the operator would stay Restarting forever; the provider fails the job."""
+    """docs/concepts/rules.md §8.3: the operator would stay Restarting forever; the provider fails the job."""
     job = restarting_job(replicas={"Chief": 1, "Worker": 2, "PS": 1}, restart_policy={"Worker": "OnFailure"})
     pods = [
         make_pod("Chief"),
@@ -202,7 +202,7 @@ def test_restarting_condition_stays_while_decider_is_not_running() -> None:
     assert "restarting because Worker" in verdict.message
 
 
-# --- in-place restarts (docs/rules.md §8.7) and Rules.fail_on_worker_failure ------------------------------
+# --- in-place restarts (docs/concepts/rules.md §8.7) and Rules.fail_on_worker_failure ---------------
 
 
 def crash_looping(

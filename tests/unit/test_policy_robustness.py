@@ -284,7 +284,8 @@ def _replace_somewhere(draw: st.DrawFn, node: Any) -> None:
         node = child
 
 
-FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Example counts come from the Hypothesis profile (conftest.py): "full" (make test), "fast" (make test-unit).
+FAST = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @FAST

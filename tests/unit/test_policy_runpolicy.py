@@ -1,4 +1,4 @@
-"""runPolicy: backoffLimit (R9), activeDeadlineSeconds (R10; docs/rules.md §8.2), suspend (R13), managedBy."""
+"""runPolicy: backoffLimit (R9), activeDeadlineSeconds (R10; docs/concepts/rules.md §8.2), suspend."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Who decides success (R5, R6; docs/rules.md §1) and Rules.success_policy overrides."""
+"""Who decides success (R5, R6; docs/concepts/rules.md §1) and Rules.success_policy overrides."""
 
 from __future__ import annotations
 
@@ -234,7 +234,7 @@ def test_dynamic_worker_other_than_worker0_failing_keeps_worker_mode_running() -
 
 
 def test_dynamic_worker0_failing_for_good_fails_the_job() -> None:
-    """docs/rules.md §8.4: the operator would hang in Running; worker-0 can never succeed any more."""
+    """docs/concepts/rules.md §8.4: the operator would hang in Running; worker-0 can never succeed."""
     job = make_tfjob({"Worker": 3}, dynamic_workers=True)
     pods = [make_pod("Worker", 0, phase="Failed", exit_code=1), make_pod("Worker", 1), make_pod("Worker", 2)]
     verdict = decide(job, pods, now=NOW)

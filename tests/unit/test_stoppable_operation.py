@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tfjob_provider.kube.operations import Emit, NextLine, Sleep, stoppable
+from tfjob_provider.kube.effects import Emit, NextLine, Sleep, stoppable
 
 
 def endless_watch(seen: list[Any]) -> Generator[Any, Any, None]:

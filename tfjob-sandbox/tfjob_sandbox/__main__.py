@@ -1,8 +1,6 @@
-"""``python -m tfjob_sandbox serve``: run the sandbox cluster in the foreground.
+"""``tfjob-sandbox serve`` (``python -m tfjob_sandbox serve``): run a sandbox in the foreground.
 
-Out-of-process users — the Airflow full-stack test, the demo, someone developing DAGs — start the
-sandbox here.  It writes the kubeconfig, prints exactly one ``sandbox ready <url>`` line on stdout
-once it serves, and on SIGTERM or SIGINT stops everything it started before exiting.
+It writes the kubeconfig, prints one ``sandbox ready <url>`` line once it serves, and stops on SIGTERM/SIGINT.
 """
 
 from __future__ import annotations
@@ -15,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from tfjob_sandbox.runtime import SandboxOptions, SandboxRuntime
+from tfjob_sandbox.launch.assembly import SandboxOptions, SandboxRuntime
 
 
 def _parser() -> argparse.ArgumentParser:

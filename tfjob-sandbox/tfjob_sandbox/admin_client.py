@@ -1,8 +1,6 @@
-"""A small client for the sandbox's ``/sandbox/v1`` admin endpoints (standard library only).
+"""A client for the ``/sandbox/v1`` admin endpoints of a sandbox in another process.
 
-Tests that start the sandbox with the CLI — notably the Airflow full-stack test — inject faults
-through HTTP; this client reads the sandbox's kubeconfig for the URL, token and CA so callers
-need nothing but that file.
+``SandboxAdminClient.from_kubeconfig(path)`` takes the URL, token and CA from the sandbox's kubeconfig.
 """
 
 from __future__ import annotations

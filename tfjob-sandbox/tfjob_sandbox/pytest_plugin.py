@@ -1,26 +1,7 @@
-"""pytest plugin (entry point ``pytest11``): a live sandbox cluster for a team's own DAG tests.
+"""The pytest plugin (entry point ``pytest11``): a session-scoped sandbox for a team's DAG tests.
 
-Installed with ``tfjob-sandbox``, it offers three fixtures, all scoped to the test session so the
-cluster starts once (about a second) however many tests use it:
-
-``tfjob_sandbox``
-    the running :class:`~tfjob_sandbox.cluster.Sandbox` (its faults, store and kubelet are there
-    for tests that need to break things);
-``tfjob_sandbox_kubeconfig``
-    the path of the kubeconfig it wrote, for ``kubectl`` or ``kubernetes.config``;
-``tfjob_sandbox_conn_uri``
-    an Airflow ``kubernetes`` connection URI that reads that kubeconfig; set it as
-    ``AIRFLOW_CONN_KUBERNETES_DEFAULT`` (``monkeypatch.setenv``) and operators reach the sandbox
-    exactly as they would reach a cluster.
-
-Options for the session's sandbox come from ``--tfjob-sandbox-option KEY=VALUE`` (repeatable;
-values are parsed as JSON where they can be, e.g. ``backoff_cap=1.0`` or ``tfjob_crd=false``),
-checked when pytest starts so a typo stops the run before any test.  The sandbox installs its
-TFJob CRD, so the tests' TFJobs are validated as on a cluster with the training operator.
-
-Why session scope: starting a sandbox takes about a second and a team's DAG tests are many; jobs
-are isolated by name (the operators generate unique names), and a test that needs a broken or
-restarted cluster starts its own ``tfjob_sandbox.Sandbox`` instead.
+Fixtures ``tfjob_sandbox``, ``tfjob_sandbox_kubeconfig`` and ``tfjob_sandbox_conn_uri``; options with
+``--tfjob-sandbox-option KEY=VALUE`` (values parsed as JSON where they can be).
 """
 
 from __future__ import annotations
@@ -34,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from tfjob_sandbox.cluster import Sandbox
+    from tfjob_sandbox.launch.in_thread import Sandbox
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -56,7 +37,9 @@ def _options(config: pytest.Config) -> dict[str, Any]:
     items = config.getoption("--tfjob-sandbox-option")
     if not items:
         return options
-    from tfjob_sandbox.runtime import SandboxOptions  # only where asked: every pytest run loads the plugin
+    from tfjob_sandbox.launch.assembly import (
+        SandboxOptions,  # only where asked: every pytest run loads the plugin
+    )
 
     known = {f.name for f in fields(SandboxOptions)} - {"extra"}
     for item in items:
@@ -83,7 +66,7 @@ def tfjob_sandbox(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Sandbox]:
     """A sandbox cluster for the whole test session, stopped (with every pod process) at its end."""
-    from tfjob_sandbox.cluster import Sandbox
+    from tfjob_sandbox.launch.in_thread import Sandbox
 
     configured: dict[str, Any] = request.config.stash[_OPTIONS_KEY]
     options = {"workdir": tmp_path_factory.mktemp("tfjob-sandbox"), **configured}

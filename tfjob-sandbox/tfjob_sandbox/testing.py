@@ -1,10 +1,4 @@
-"""Test support for anything that needs a live sandbox: start one, build official clients for it, wait.
-
-The sandbox tests and the Airflow integration tests share these helpers so every suite talks to
-the sandbox the same way a user would: through its kubeconfig, with the official ``kubernetes``
-and ``kubernetes_asyncio`` clients.  Nothing here patches a client; pytest fixtures wrap these
-functions in each suite's ``conftest.py``.
-"""
+"""Helpers for tests that need a live sandbox: ``running_sandbox``, official clients for it, ``wait_for``."""
 
 from __future__ import annotations
 
@@ -14,7 +8,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from tfjob_sandbox.cluster import Sandbox
+from tfjob_sandbox.launch.in_thread import Sandbox
 
 T = TypeVar("T")
 

@@ -1,10 +1,5 @@
-"""The building blocks of manifest validation: check one value, record a problem, keep going.
-
-Why this module exists: reporting *every* problem at once means no check may stop the walk, so
-each check here records a :class:`Problem` and hands back either the usable value or None, and
-the TFJob rules in :mod:`.validation` read as a list of rules rather than as error
-plumbing.  Messages describe wrong values the way a YAML author sees them (``the string "2"``,
-``true (a boolean)``), because that is what they need to fix them.  Standard library only.
+"""Building blocks of manifest validation: each check records a :class:`Problem` and returns the
+usable value or None, so one walk reports every problem.
 """
 
 from __future__ import annotations
@@ -15,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from tfjob_provider._manifest.problems import Problem, child, did_you_mean, one_of
-from tfjob_provider.quoting import MAX_QUOTED_CHARS, clip, describe_int, shown
+from tfjob_provider.clipping import MAX_QUOTED_CHARS, clip, describe_int, shown
 
 INT32_MAX: Final = 2**31 - 1
 INT64_MAX: Final = 2**63 - 1

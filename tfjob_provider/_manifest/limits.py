@@ -1,12 +1,6 @@
-"""The size and shape limits a manifest must keep before anything else looks at it.
-
-Why this module exists: validation, Jinja rendering, ``copy.deepcopy`` and Airflow's own walks
-over templated fields all recurse, so a value nested a few thousand levels deep ends a task with
-an uncaught ``RecursionError`` that names no field; a YAML alias bomb of a few hundred bytes
-expands to megabytes; and an oversized object is refused by the API server (request bodies over
-3 MiB) or by etcd (objects over 1.5 MiB with its default ``--max-request-bytes``) only after the
-task has begun.  These checks run first, walk iteratively (no recursion), stop as soon as a
-limit is crossed, and report the limit they enforce.  Standard library only.
+"""Size and shape limits a manifest must keep before anything recurses into it or expands it
+(:func:`shape_problem`), checked iteratively;
+docs/adr/0014-manifest-problems-all-at-once-before-any-request.md.
 """
 
 from __future__ import annotations

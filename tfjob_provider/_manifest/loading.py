@@ -1,19 +1,5 @@
-"""Turn what a user hands the provider — a mapping, YAML or JSON text, or a file — into one TFJob dict.
-
-Why this module exists: an Airflow user passes a manifest in whichever form is at hand, and the
-operator receives it after Jinja rendering, so a file may arrive as its path *or* as its
-contents.  Parsing mistakes must come back as the same :class:`ManifestError` as every other
-manifest problem, with the line and column of a syntax error, and the things PyYAML accepts
-silently but Kubernetes would not (several documents, a key given twice) must be caught here.
-Hostile input is refused here, before anything recurses into it or expands it: text over
-:data:`~.limits.MAX_MANIFEST_BYTES`, nesting deeper than :data:`~.limits.MAX_NESTING_DEPTH`
-(checked while PyYAML composes the document, so the composer itself never recurses further), YAML
-aliases that would repeat more than :data:`~.limits.MAX_ALIAS_NODES` nodes (an alias bomb is
-refused before it is expanded), an alias used inside the node it names, and integers too long to
-convert.  Only parsing, these limits and the ``apiVersion``/``kind`` check happen here;
-:mod:`.validation` checks the content.
-
-Standard library plus PyYAML.
+""":func:`load_tfjob`: one TFJob dict from a mapping, YAML or JSON text, or a file, with line and column
+on syntax errors and hostile input refused before it is expanded.
 """
 
 from __future__ import annotations
@@ -39,7 +25,7 @@ from tfjob_provider._manifest.limits import (
 )
 from tfjob_provider._manifest.problems import ManifestError, Problem
 from tfjob_provider._manifest.validation import type_meta_problems
-from tfjob_provider.quoting import shown
+from tfjob_provider.clipping import shown
 
 #: File name endings read as a manifest file (compared case-insensitively).
 MANIFEST_SUFFIXES: Final = (".yaml", ".yml", ".json")

@@ -1,14 +1,4 @@
-"""How a bad TFJob manifest is reported: every problem at once, each with its field and its fix.
-
-Why this module exists: the API server and the training operator's webhook stop at the first
-problem and name it in Go's terms, so a user fixes one field per round trip — and some mistakes
-(a misspelt ``successPolicy``, ``Always`` on the chief) are accepted and only show up hours later
-as a job that never finishes.  The loader, the validator and the typed builder all report through
-the :class:`Problem` / :class:`ManifestError` pair defined here, so an Airflow task fails once,
-before any API call, with the complete list.
-
-Standard library only.
-"""
+""":class:`Problem` (field, message, fix) and :class:`ManifestError`, which lists every problem."""
 
 from __future__ import annotations
 
@@ -18,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from tfjob_provider.quoting import clip, shown
+from tfjob_provider.clipping import clip, shown
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 #: Characters kept of a problem's field path, message and fix; a report lists problems up to

@@ -1,17 +1,6 @@
-"""Check a TFJob manifest before it is submitted and report every problem with its field and fix.
-
-Why this module exists: the API server, the CRD schema and the training operator's webhook
-each catch only part of what makes a TFJob useless, one problem per round trip, and several
-mistakes pass all three: a ``successPolicy`` typo silently means "worker 0 decides", ``Always``
-on the chief means the job can never succeed (R14 in docs/rules.md), a name a few characters too
-long only fails when the operator creates the services, and a YAML ``8080`` where a string is
-expected is rejected by Go's decoder with a message naming no field.  :func:`validate_tfjob`
-walks the whole manifest once, collects everything, and returns the manifest normalised the way
-the operator's defaulter would see it (replica type keys re-cased) — nothing else is changed.
-
-Rules are the training operator v1.9's webhook and CRD (docs/manifest.md) plus the checks above;
-the pod template itself is only checked where the operator relies on it (the ``tensorflow``
-container, images, names, env/command/args types).  Standard library only.
+""":func:`validate_tfjob`: every problem of a TFJob manifest at once, against the training operator
+v1.9's webhook and CRD plus the mistakes they let through (docs/reference/manifest.md);
+:func:`resolve_namespace`.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ only change when a time-based rule comes due.  :func:`next_change` names the ear
 instant for the rules :func:`~tfjob_provider.policy.decide` applies (``activeDeadlineSeconds``,
 ``Rules.pending_timeout`` for Pending pods and for pods never created, ``Rules.image_pull_timeout``),
 or None when no rule can fire.  It follows ``decide``'s order step by step; the tests judge just
-before and at every instant it returns (``docs/timers.md``).
+before and at every instant it returns (``docs/concepts/timers.md``).
 """
 
 from __future__ import annotations

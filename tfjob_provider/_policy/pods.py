@@ -1,11 +1,5 @@
-"""Reads one replica pod: its exit code as the operator sees it, and why it failed or is stuck.
-
-The training operator looks at a single number per pod — the exit code of the container named
-``tensorflow``, or 48879 when there is none (R3).  A person asked "why did my job fail, and is
-it worth another try?" needs more: was the pod evicted, its node lost, the container OOM-killed,
-the image unpullable?  This module answers both from the pod JSON (read defensively through
-:mod:`tfjob_provider._policy.readers`) and names each cause with a stable reason code and a retry class.
-Standard library and ``constants`` only.
+"""One replica pod read as the operator sees it (exit code, R3) and as a person needs it: why it failed
+or is stuck, with a stable reason code and a retry class.
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
-"""Defensive readers for JSON as the Kubernetes API server returns it.
-
-The verdict engine promises never to raise on the objects it is handed: a TFJob or pod may
-be partial (a status not written yet), carry nulls, or have odd shapes (a string where an
-integer belongs, a list where an object belongs) when it comes from a hand-written test, an
-older cluster or ``V1Pod.to_dict()`` instead of ``sanitize_for_serialization``.  Every read of
-such input goes through these few helpers, so the rest of the engine can be written as if the
-input were well formed.  Standard library only (the engine is a pure module).
+"""Defensive readers for API JSON that may be partial, null or oddly shaped; the engine never raises
+on its input.
 """
 
 from __future__ import annotations

@@ -1,12 +1,5 @@
-"""The training operator's reconcile pass (R4-R8), replayed on a snapshot of the pods.
-
-Given what :func:`~tfjob_provider._policy.observation.observe` counted, this module works out what the
-operator's next reconcile would write — restart a pod (R4), Running/Succeeded for the replica
-that decides (R5/R6), Failed or a masking Restarting for failed replicas (R7), with the
-condition bookkeeping of R8 — and, separately, the failures the provider sees where the operator
-would keep waiting: a Never replica's failure hidden by a Restarting condition, a dynamic
-worker-0 that can never succeed, and everything ``Rules.fail_on_worker_failure`` refuses to
-restart.  The caller (:mod:`tfjob_provider.policy`) turns the :class:`PassOutcome` into a verdict.
+"""The training operator's reconcile pass (R4-R8) replayed on a snapshot of the pods, plus the
+failures the provider ends where the operator would wait (:class:`PassOutcome`).
 """
 
 from __future__ import annotations

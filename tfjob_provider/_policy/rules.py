@@ -1,12 +1,5 @@
-"""A team's own failure and success policy, layered over the training operator's behaviour.
-
-The operator's rules (chief or worker-0 decides success, exit codes of 128 and above are worth a
-restart, …) are a sensible default but not everyone's policy; the upstream discussion of
-distributed-training failure handling ends with "don't make decisions for users".  :class:`Rules`
-is how a DAG author states theirs.  It has to survive being written into a DAG file, rendered,
-serialized into a deferred trigger and read back, so it is a frozen value with a JSON round trip,
-and it validates itself eagerly: the Airflow operator calls :meth:`Rules.from_dict` before any
-API call, so a typo fails the task at once with a message that names the field and the fix.
+""":class:`Rules`: a team's failure and success policy over the operator's defaults; frozen, with a
+JSON round trip, validated eagerly.
 """
 
 from __future__ import annotations
@@ -17,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Final, Literal, get_args
 
-from tfjob_provider.quoting import shown
+from tfjob_provider.clipping import shown
 
 SuccessPolicy = Literal["chief", "worker0", "all_workers"]
 SUCCESS_POLICIES: Final[tuple[str, ...]] = get_args(SuccessPolicy)

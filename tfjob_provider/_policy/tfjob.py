@@ -1,11 +1,4 @@
-"""Reads a TFJob object into the few facts the verdict engine decides on.
-
-The training operator never persists its defaults: it re-applies them in memory on every
-reconcile (docs/manifest.md) — replica keys re-cased (``worker`` → ``Worker``), ``replicas``
-1, ``restartPolicy`` Never, ``successPolicy`` "".  The engine must see the job exactly as the
-operator does, so this module applies the same defaults, defensively, to whatever JSON it is
-handed, and hands back a :class:`JobView`.  Standard library and ``constants`` only.
-"""
+""":func:`read_tfjob`: a TFJob as the operator sees it, its in-memory defaults applied (:class:`JobView`)."""
 
 from __future__ import annotations
 

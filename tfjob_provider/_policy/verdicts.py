@@ -1,13 +1,4 @@
-"""The verdict: what the engine concluded about a TFJob, in a shape every layer can carry.
-
-A verdict travels far from where it is made: the deferrable trigger sends it to the worker in
-a ``TriggerEvent``, the operator pushes it to XCom and logs it culprit-first.  So it is a
-frozen value with a lossless JSON round trip (:meth:`Verdict.to_dict` /
-:meth:`Verdict.from_dict`), and its ``reason`` is a short, stable machine code from the
-``REASON_*`` constants below (each listed with its state and retryability in ``docs/rules.md``).
-Kept apart from the decision procedure in :mod:`tfjob_provider.policy`, which re-exports
-everything here.
-"""
+""":class:`Verdict` and its ``REASON_*`` codes (docs/concepts/rules.md): frozen, lossless JSON round trip."""
 
 from __future__ import annotations
 
@@ -35,7 +26,7 @@ TERMINAL_STATES: Final = frozenset({VerdictState.SUCCEEDED, VerdictState.FAILED}
 #: At most this many pod names are carried in ``Verdict.culprits`` (trigger events stay small).
 MAX_CULPRITS: Final = 20
 
-# --- Reason codes (stable; documented in docs/rules.md) -------------------------------------
+# --- Reason codes (stable; documented in docs/concepts/rules.md) -------------------------------------
 # Pending
 REASON_NOT_RECONCILED: Final = "NotReconciled"
 REASON_PODS_PENDING: Final = "PodsPending"
@@ -74,7 +65,7 @@ REASON_FAILED: Final = "TFJobFailed"
 REASON_TFJOB_DELETED: Final = "TFJobDeleted"
 REASON_STARTUP_TIMEOUT: Final = "StartupTimeout"
 
-#: Every reason code with the state it goes with (a test keeps docs/rules.md in step with it).
+#: Every reason code with the state it goes with (a test keeps docs/concepts/rules.md in step with it).
 REASON_STATES: Final[Mapping[str, VerdictState]] = {
     REASON_NOT_RECONCILED: VerdictState.PENDING,
     REASON_PODS_PENDING: VerdictState.PENDING,

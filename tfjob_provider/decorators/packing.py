@@ -1,23 +1,5 @@
-"""Turning a ``@task.tfjob`` function and its arguments into what travels in the TFJob manifest.
-
-Why it is checked here, so strictly, and before any API request: the function does not run in
-the Airflow worker but in every replica of a TFJob, from its *source* alone, in a fresh
-namespace, with JSON arguments.  Everything that makes that impossible is known before a pod
-starts, and finding out from a failed replica an hour into a GPU reservation is the expensive
-way.  So each of these is a :class:`TaskFunctionError` naming the function and the fix:
-
-* a lambda (no name to call, no source of its own), or anything that is not a plain function;
-* an ``async`` or generator function (the replica would get a coroutine or a generator back);
-* a closure (it reads variables of an enclosing function, which do not travel);
-* a function whose source cannot be read (defined in an interactive session or by ``exec``);
-* names the function reads but neither imports nor defines (module-level imports and constants of
-  the DAG file do not exist in the pod) — found from the compiled source's global loads, so an
-  attribute such as ``os.environ`` is not mistaken for a name;
-* arguments that are not JSON (after templating and XCom resolution), or a payload too large for
-  a manifest: one copy travels in every replica type's pod template, an environment variable is
-  limited to 128 KiB by Linux, and a TFJob object to about 1.5 MiB by etcd.
-
-Pure: standard library only (the Airflow side is :mod:`tfjob_provider.decorators.tfjob`).
+"""Checks a ``@task.tfjob`` function and its arguments before any request and packs them for the pods
+(docs/adr/0017-task-tfjob-functions-shipped-as-source.md); raises :class:`TaskFunctionError`.
 """
 
 from __future__ import annotations

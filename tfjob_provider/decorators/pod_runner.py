@@ -1,26 +1,6 @@
-"""Runs a ``@task.tfjob`` function inside one replica of the TFJob; shipped as source, not imported.
-
-Why this file is shaped so oddly: it is the program of every replica's ``tensorflow`` container
-(``<interpreter> -c <this file's source>``), and the training image has a Python but, usually,
-neither Airflow nor this provider.  So it uses the standard library only, reads everything else
-from the environment, and is kept as a real module only so that it is linted, type-checked and
-unit-tested like the rest.
-
-What it does, in order:
-
-1. reads the payload (``TFJOB_TASK_PAYLOAD``: base64 of JSON — the function's source and name,
-   its arguments, and the source of :mod:`tfjob_provider.training` — base64 because Kubernetes
-   expands variable references in environment values; for the same reason this source holds no
-   dollar sign, since it travels as a command argument), installing that module under its own
-   name when the image cannot import it;
-2. defines the function by executing its source in a fresh namespace and calls it with the
-   arguments — in every replica alike; ``TF_CONFIG`` tells each one its role;
-3. maps its ending onto an exit code (:mod:`tfjob_provider.training`): 0 on return, 1 on an
-   exception, 200 on ``RetryableTrainingError``; ``SystemExit`` passes through;
-4. in the replica that decides success (chief 0, else worker 0 — as the verdict engine says),
-   writes the return value as JSON to the container's termination message, where the operator
-   reads it (:mod:`tfjob_provider.results`).  A value that is not JSON or not under 4096 bytes
-   fails that replica with exit code 1 and a message saying to return a URI instead.
+"""The program of every replica of a ``@task.tfjob`` TFJob, shipped as source, standard library only:
+reads the payload, calls the function, maps its ending to an exit code and, in the deciding
+replica, writes the return value as the termination message.
 """
 
 from __future__ import annotations

@@ -1,22 +1,5 @@
-"""``@task.tfjob``: a Python function as a distributed TensorFlow training, one TFJob per task.
-
-Why: a training is most naturally written as a Python function, and Airflow users write their
-tasks that way (``@task``, ``@task.kubernetes``); Flyte's TensorFlow plugin and the Kubeflow
-Training SDK (``create_job(train_func=...)``) do the same for TFJobs, but no Airflow operator did.
-This decorator is :class:`~tfjob_provider.operators.tfjob.TFJobOperator` with the container's
-program filled in:
-
-* the function's source and its arguments (templated and XCom-resolved, as for any TaskFlow
-  task) travel in the manifest (:mod:`tfjob_provider.decorators.packing` checks both before any
-  API request); every replica of the types given runs the same function
-  (:mod:`tfjob_provider.decorators.pod_runner`), and ``TF_CONFIG`` tells each one its role;
-* the return value of the replica that decides success comes back through the results channel
-  (:mod:`tfjob_provider.results`) and becomes the task's ``return_value`` XCom; the TFJob's own
-  result dict is pushed under :data:`XCOM_TFJOB_RESULT`;
-* an exception fails that replica with exit code 1 (permanent under ``Never``/``ExitCode``),
-  :class:`~tfjob_provider.training.RetryableTrainingError` with 200 (retryable).
-
-Registered in ``get_provider_info()["task-decorators"]`` as ``tfjob``, like ``@task.kubernetes``.
+"""``@task.tfjob``: a Python function run as a distributed TensorFlow training, one TFJob per task
+(:class:`~tfjob_provider.operators.tfjob.TFJobOperator` with the program filled in).
 """
 
 from __future__ import annotations

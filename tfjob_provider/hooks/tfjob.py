@@ -1,39 +1,5 @@
-"""``TFJobHook``: the Airflow side of Kubernetes access — connection in, TFJob clients out.
-
-It reuses the cncf-kubernetes provider's ``kubernetes`` connection type and extras
-(``in_cluster``, ``kube_config_path``, ``kube_config``, ``cluster_context``, ``namespace``,
-``disable_verify_ssl``) so users configure one connection for both providers, but it reads and
-loads that configuration itself rather than through ``KubernetesHook``, for four reasons:
-
-* **Reading the extras means loading them there.**  ``KubernetesHook`` (cncf-kubernetes 10.25)
-  reads the extras inside ``get_conn()``, which loads them at once: in-cluster credentials into
-  the ``kubernetes`` package's global default configuration (``load_incluster_config`` is called
-  without ``client_configuration``), and ``disable_verify_ssl`` by replacing that global default
-  (``Configuration.set_default``).  Its field reader and boolean parser are private
-  (``_get_field``, ``_get_bool``), and ``AsyncKubernetesHook`` reads the extras once more, without
-  the ``config_file`` override and without applying ``disable_verify_ssl`` at all.  So
-  :class:`_ConnectionSettings` reads the same keys the same way — the legacy
-  ``extra__kubernetes__`` prefix, empty as unset, the same mutual exclusion, the same booleans —
-  and ``tests/integration/test_hook_connection_extras.py`` holds it to ``KubernetesHook``'s sync
-  reading on a table of connections.  One difference is deliberate: ``in_cluster`` given as the
-  string ``"false"`` (a URI-form connection) is false here, where ``KubernetesHook`` takes any
-  non-empty string as true.
-* **Never the global configuration.**  ``KubernetesHook.get_conn()`` without a
-  ``client_configuration`` loads into the ``kubernetes`` package's process-wide default, and
-  ``disable_verify_ssl`` flips it for everybody; two connections in one process then mix URLs and
-  tokens (apache/airflow PR #65566).  Here every load goes into a private ``Configuration``.
-* **One API client per hook, one per (connection, event loop) per process for the triggerer.**
-  ``AsyncKubernetesHook`` built a new ``ApiClient`` — TLS context, aiohttp session, handshake —
-  for every call (PR #71349); 500 triggers polling meant 500 handshakes per tick.
-  :meth:`TFJobHook.get_async_client` hands every trigger of a triggerer the same client.
-* **Exec credentials keep working.**  EKS/GKE tokens from an ``exec`` plugin expire (~15 min).
-  The sync ``kubernetes`` loader already installs a ``refresh_api_key_hook`` that re-runs the
-  plugin once the token's ``expirationTimestamp`` has passed.  ``kubernetes_asyncio`` installs
-  none (its ``refresh_token`` helper is a loop the caller must run), so we install a hook that
-  asks the loader for a token before each request; the loader re-runs the plugin only when the
-  token has expired, or at most once a minute when the plugin gives no expiry (PR #72300).
-
-The clients themselves (retries, rate limit, watch) live in :mod:`tfjob_provider.kube`.
+"""``TFJobHook``: the ``kubernetes`` connection in, TFJob clients out (:attr:`TFJobHook.client`,
+:meth:`TFJobHook.async_client_lease`; docs/adr/0013-the-hook-loads-the-connection-itself.md).
 """
 
 from __future__ import annotations

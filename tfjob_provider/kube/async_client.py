@@ -1,15 +1,5 @@
-"""The asyncio transport: performs :mod:`.operations` effects with ``kubernetes_asyncio``.
-
-Used by the triggerer.  It owns one ``kubernetes_asyncio.client.ApiClient`` (one aiohttp session,
-one connector, one TLS context) that the hook shares between every trigger of the same
-connection on the same event loop — the opposite of building a client per poll, which costs a
-TLS handshake and an ``ssl.create_default_context()`` on the event loop each time (apache/airflow
-PR #71349).  Requests go through ``ApiClient.call_api(..., _preload_content=False)`` so the
-client's own authentication runs (including the ``refresh_api_key_hook`` the hook installs for
-exec-plugin credentials) while status handling and retries stay ours.
-
-Each open stream is read by one task that splits bytes into lines and puts them on an
-``asyncio.Queue``; the aiohttp ``sock_read`` timeout is the watch's inactivity timeout.
+"""The asyncio transport for the triggerer: :class:`AsyncTFJobClient` performs :mod:`.effects` with
+``kubernetes_asyncio``, one task per open stream.
 """
 
 from __future__ import annotations
@@ -21,6 +11,7 @@ from typing import Any, TypeVar
 
 import aiohttp
 
+from tfjob_provider.kube import effects
 from tfjob_provider.kube import operations as ops
 from tfjob_provider.kube.errors import KubeApiError, unavailable
 from tfjob_provider.kube.lean_import import load_transport
@@ -45,7 +36,7 @@ class _AsyncStreams:
     """The open streams of one running operation and the queue their reader tasks fill."""
 
     def __init__(self) -> None:
-        self.items: asyncio.Queue[ops.StreamLine | ops.StreamClosed] = asyncio.Queue()
+        self.items: asyncio.Queue[effects.StreamLine | effects.StreamClosed] = asyncio.Queue()
         self._readers: dict[str, tuple[aiohttp.ClientResponse, asyncio.Task[None]]] = {}
         self._closed: set[str] = set()
 
@@ -63,22 +54,22 @@ class _AsyncStreams:
                 if not chunk:
                     break
                 for line in lines.feed(chunk):
-                    self.items.put_nowait(ops.StreamLine(key, line))
+                    self.items.put_nowait(effects.StreamLine(key, line))
             for line in lines.flush():
-                self.items.put_nowait(ops.StreamLine(key, line))
-            self.items.put_nowait(ops.StreamClosed(key))
+                self.items.put_nowait(effects.StreamLine(key, line))
+            self.items.put_nowait(effects.StreamClosed(key))
         except (asyncio.TimeoutError, aiohttp.ServerTimeoutError):
-            self.items.put_nowait(ops.StreamClosed(key, silent=True))
+            self.items.put_nowait(effects.StreamClosed(key, silent=True))
         except (aiohttp.ClientError, OSError) as exc:
             error = unavailable(f"stream broken: {exc}", request=request)
             error.__cause__ = exc
-            self.items.put_nowait(ops.StreamClosed(key, error=error))
+            self.items.put_nowait(effects.StreamClosed(key, error=error))
         except KubeApiError as error:
-            self.items.put_nowait(ops.StreamClosed(key, error=error))
+            self.items.put_nowait(effects.StreamClosed(key, error=error))
         finally:
             response.close()
 
-    async def next(self) -> ops.StreamLine | ops.StreamClosed:
+    async def next(self) -> effects.StreamLine | effects.StreamClosed:
         while True:
             item = await self.items.get()
             if item.key not in self._closed:
@@ -122,7 +113,7 @@ class AsyncTFJobClient:
 
     async def _send(
         self, request: ApiRequest, streams: _AsyncStreams | None, key: str | None
-    ) -> ops.Response:
+    ) -> effects.Response:
         try:
             raw: aiohttp.ClientResponse = await self.api_client.call_api(
                 request.path,
@@ -138,45 +129,45 @@ class AsyncTFJobClient:
             if not exc.status:
                 raise unavailable(str(exc.reason), request=request) from exc
             body = exc.body if isinstance(exc.body, bytes) else str(exc.body or "").encode()
-            return ops.Response(exc.status, dict(exc.headers or {}), body, cause=exc)
+            return effects.Response(exc.status, dict(exc.headers or {}), body, cause=exc)
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
             raise unavailable(f"{type(exc).__name__}: {exc}", request=request) from exc
         headers = dict(raw.headers)
         if streams is not None and key is not None and 200 <= raw.status < 300:
             streams.start(key, raw, request)
-            return ops.Response(raw.status, headers)
+            return effects.Response(raw.status, headers)
         try:
             body = await raw.read()
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
             raise unavailable(f"reading the response failed: {exc}", request=request) from exc
         finally:
             raw.release()
-        return ops.Response(raw.status, headers, body)
+        return effects.Response(raw.status, headers, body)
 
-    async def _perform(self, effect: ops.Effect, streams: _AsyncStreams) -> Any:
-        if isinstance(effect, ops.Send):
+    async def _perform(self, effect: effects.Effect, streams: _AsyncStreams) -> Any:
+        if isinstance(effect, effects.Send):
             return await self._send(effect.request, None, None)
-        if isinstance(effect, ops.Sleep):
+        if isinstance(effect, effects.Sleep):
             await asyncio.sleep(effect.seconds)
             return None
-        if isinstance(effect, ops.OpenStream):
+        if isinstance(effect, effects.OpenStream):
             return await self._send(effect.request, streams, effect.key)
-        if isinstance(effect, ops.NextLine):
+        if isinstance(effect, effects.NextLine):
             return await streams.next()
-        if isinstance(effect, ops.CloseStream):
+        if isinstance(effect, effects.CloseStream):
             await streams.close(effect.key)
             return None
         raise TypeError(f"unknown effect {effect!r}")
 
     async def _drive(
-        self, operation: ops.Operation[Any], result: list[Any] | None = None
+        self, operation: effects.Operation[Any], result: list[Any] | None = None
     ) -> AsyncIterator[Any]:
         """Run ``operation``, yielding what it emits; its return value is appended to ``result``."""
         streams = _AsyncStreams()
         try:
             effect = next(operation)
             while True:
-                if isinstance(effect, ops.Emit):
+                if isinstance(effect, effects.Emit):
                     yield effect.value
                     effect = operation.send(None)
                     continue
@@ -193,7 +184,7 @@ class AsyncTFJobClient:
             operation.close()
             await streams.close_all()
 
-    async def _run(self, operation: ops.Operation[T]) -> T:
+    async def _run(self, operation: effects.Operation[T]) -> T:
         result: list[T] = []
         async for _ in self._drive(operation, result):
             pass
@@ -223,7 +214,7 @@ class AsyncTFJobClient:
             )
         )
 
-    async def run(self, operation: ops.Operation[T]) -> T:
+    async def run(self, operation: effects.Operation[T]) -> T:
         """Run any :mod:`.operations` generator on this transport.
 
         The triggerer needs few calls of its own (read, get, delete) besides the shared watch, so

@@ -1,17 +1,5 @@
-"""The provider's own Kubernetes API errors.
-
-Why not let ``kubernetes.client.ApiException`` or ``aiohttp.ClientResponseError`` through?
-Because callers (operator, sensor, trigger) must decide *what a failure means* — retry, fail the
-task for good, tell the user which RBAC rule is missing — and they must decide it the same way
-whether the sync or the async transport was used.  So every non-2xx response and every transport
-failure is mapped here to one class of a small hierarchy, and the transports raise it ``from`` the
-library's exception so the original traceback is kept.  None of these classes subclasses a
-transport exception (a unit test guards that), so ``except aiohttp.ClientError`` elsewhere can
-never swallow an API decision by accident.
-
-The payload is cleaned before it is kept: a ``kind: Status`` body is kept as parsed JSON; anything
-else (an HTML error page from a proxy, a binary blob) is cut to 256 characters so it cannot flood
-logs or trigger events.
+""":class:`KubeApiError` and its subclasses, mapped from responses and transport failures
+(:func:`error_from_response`; docs/adr/0020-typed-api-errors-naming-the-missing-permission.md).
 """
 
 from __future__ import annotations

@@ -1,19 +1,5 @@
-"""Load ``kubernetes_asyncio``'s transport and kubeconfig loader without its generated API and models.
-
-``import kubernetes_asyncio.client`` executes a package ``__init__`` that imports every generated
-API class and all of its ~770 model modules: about 88 MB of RSS and several CPU seconds in the
-triggerer, for code the provider never runs (it sends requests through
-``ApiClient.call_api(..., _preload_content=False)`` and reads plain JSON).  What it does use is
-small: ``Configuration``, ``ApiClient``, ``rest``, ``exceptions`` and the ``config`` loaders.
-
-:func:`load_transport` imports just those.  It puts *lazy package modules* in ``sys.modules`` for
-``kubernetes_asyncio``, ``kubernetes_asyncio.client`` and ``kubernetes_asyncio.client.models``
-first: real module objects with the real ``__path__`` and ``__spec__`` (so submodules import as
-usual) whose package ``__init__`` has not run yet.  The first access to any attribute such a
-package does not have yet — ``kubernetes_asyncio.client.CoreV1Api``, ``...models.V1Pod``, from
-another provider's trigger in the same process — runs the real ``__init__`` into the same module
-object, so other code sees the complete package, only later.  If the package is already imported,
-nothing is changed.
+""":func:`load_transport`: ``kubernetes_asyncio``'s transport and config loaders without its generated
+API and models (docs/adr/0018-lean-kubernetes-asyncio-import.md).
 """
 
 from __future__ import annotations

@@ -1,46 +1,29 @@
-"""Every API operation, written once, as a generator of *effects*.
-
-The problem: the provider needs the same operations from synchronous code (operator, sensor in
-a worker) and from asyncio code (the triggerer), and the two Kubernetes clients differ in every
-call.  Writing each operation twice doubles the bugs (Airflow's ``pod_manager.py`` branches on
-``isinstance(..., AsyncPodManager)`` on every call; kr8s runs an event loop in a thread).
-
-The mechanism: an operation is a generator.  Whenever it needs the outside world it *yields* a
-small effect object — :class:`Send` a request, :class:`Sleep`, :class:`OpenStream`,
-:class:`NextLine`, :class:`CloseStream`, or :class:`Emit` a value to the consumer — and the driver
-sends the result back in (or throws a :class:`~tfjob_provider.kube.errors.KubeApiError` in).  The
-operation's ``return`` value is the call's result.  The sync driver performs effects with
-``urllib3`` and ``time.sleep``, the async one with ``aiohttp`` and ``await asyncio.sleep``; that
-loop of ~30 lines is all each transport contains.  Retries, rate limiting, status mapping, JSON
-parsing, the list→watch loop, 410 relists and the polling fallback are therefore written and
-unit-tested here once, with no I/O at all (a test drives a generator with scripted responses).
-
-Why generators rather than a request-builder/response-parser pair (lightkube's shape)?  Because
-our operations are multi-step: a retry loop, a discovery that may need a second look, a watch that
-interleaves two streams with relists and reconnects.  A generator keeps that control flow
-readable as straight-line code, and ``yield from`` composes steps (every request goes through
-:func:`call`, which applies the token bucket and the retry policy).
-
-Streams: :class:`OpenStream` returns the HTTP response head; lines of *all* open streams then
-arrive, tagged by the stream's key, through :class:`NextLine` — the sync transport uses one reader
-thread per stream feeding a queue, the async one a task per stream.  Keys carry a generation
-number so lines still queued from a stream closed for a relist are recognised and dropped.
+"""The API operations as generators of :mod:`.effects`: :func:`call` (token bucket and retry policy),
+paged lists, and the TFJob, pod, log and event operations (docs/adr/0004-one-effect-core-two-transports.md).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import threading
-from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
-from tfjob_provider.constants import LABEL_OPERATOR_NAME, OPERATOR_NAME, PLURAL
+from tfjob_provider.constants import PLURAL
 from tfjob_provider.kube import requests as rq
+from tfjob_provider.kube.effects import (
+    Emit,
+    NextLine,
+    OpenStream,
+    Operation,
+    Response,
+    Send,
+    Sleep,
+    StreamClosed,
+    StreamLine,
+)
 from tfjob_provider.kube.errors import (
-    ForbiddenError,
     GoneError,
     KubeApiError,
     NotFoundError,
@@ -50,91 +33,9 @@ from tfjob_provider.kube.errors import (
 from tfjob_provider.kube.ratelimit import TokenBucket
 from tfjob_provider.kube.requests import ApiRequest
 from tfjob_provider.kube.retry import Outage, RetryPolicy, describe_retry, is_retryable
-from tfjob_provider.kube.tracking import JobKey, JobSnapshot, JobTracker
-from tfjob_provider.kube.watching import Expired, ListWatch, WatchEvent, WatchSettings
+from tfjob_provider.kube.watching import WatchSettings
 
 log = logging.getLogger(__name__)
-
-T = TypeVar("T")
-
-# --- effects and their results ------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Send:
-    """Perform ``request`` and read the whole body.  Result: :class:`Response` (any status)."""
-
-    request: ApiRequest
-
-
-@dataclass(frozen=True)
-class Sleep:
-    """Wait ``seconds``.  Result: ``None``."""
-
-    seconds: float
-
-
-@dataclass(frozen=True)
-class OpenStream:
-    """Start streaming ``request`` under ``key``.  Result: :class:`Response` — on a 2xx its body is
-    empty and the lines arrive through :class:`NextLine`; otherwise the body is the error body."""
-
-    key: str
-    request: ApiRequest
-
-
-@dataclass(frozen=True)
-class NextLine:
-    """Wait for the next item of any open stream.  Result: :class:`StreamLine` or :class:`StreamClosed`."""
-
-
-@dataclass(frozen=True)
-class CloseStream:
-    """Stop streaming ``key`` and discard what it still had queued.  Result: ``None``."""
-
-    key: str
-
-
-@dataclass(frozen=True)
-class Emit:
-    """Hand ``value`` to the consumer of an iterating operation.  Result: ``None``."""
-
-    value: Any
-
-
-Effect = Send | Sleep | OpenStream | NextLine | CloseStream | Emit
-
-
-@dataclass(frozen=True)
-class Response:
-    """A response as the transports report it.
-
-    :param cause: the client library's exception for a non-2xx answer, if it raised one, so that our
-        error can be raised ``from`` it.
-    """
-
-    status: int
-    headers: Mapping[str, str] = field(default_factory=dict)
-    body: bytes = b""
-    cause: BaseException | None = None
-
-
-@dataclass(frozen=True)
-class StreamLine:
-    key: str
-    line: bytes
-
-
-@dataclass(frozen=True)
-class StreamClosed:
-    """Stream ``key`` ended: cleanly (``error`` None), by ``silent`` inactivity, or by ``error``."""
-
-    key: str
-    error: KubeApiError | None = None
-    silent: bool = False
-
-
-Operation = Generator[Effect, Any, T]
 
 
 @dataclass
@@ -429,193 +330,6 @@ def follow_log(
             return
 
 
-@dataclass
-class WatchedStream:
-    """One list→watch stream and how its results fold into a tracker."""
-
-    name: str
-    watch: ListWatch
-    apply: Callable[[str, Mapping[str, Any]], set[JobKey]]
-    relist: Callable[[list[Mapping[str, Any]]], set[JobKey]]
-    #: applied to each listed item as its page arrives (see :func:`call_list`); ``relist`` then
-    #: receives the shrunk items.
-    shrink: Callable[[Mapping[str, Any]], Any] | None = None
-    generation: int = 0
-    open: bool = False
-
-    @property
-    def key(self) -> str:
-        return f"{self.name}#{self.generation}"
-
-
-ChangeHandler = Callable[[set[JobKey], bool], Iterable[Effect]]
-
-
-def run_list_watches(
-    session: Session, streams: Sequence[WatchedStream], *, on_changes: ChangeHandler
-) -> Operation[None]:
-    """The list→watch loop over several streams at once; runs until an error it cannot ride out.
-
-    ``on_changes(keys, initial)`` is called after the first lists (``initial=True``, every key)
-    and after every relist or event that changed something; the effects it returns (usually
-    :class:`Emit`) are yielded in order.  Raises :class:`ForbiddenError` when listing or watching
-    is not allowed — the caller decides whether to fall back to polling.
-    """
-    by_key: dict[str, WatchedStream] = {}
-    state = _LoopState()
-    while True:
-        try:
-            yield from _relist_where_needed(session, streams, on_changes, state)
-            yield from _open_missing_streams(session, streams, by_key, state.outage)
-            if any(stream.watch.needs_list for stream in streams):
-                continue  # a watch answered HTTP 410: list again before reading on
-            item = yield NextLine()
-            yield from _handle_item(session, item, by_key, on_changes, state)
-        except KubeApiError as error:
-            # One outage budget for the whole loop: the relists (which share ``state.outage``)
-            # and the streams' reconnects; any line received, list answered or stream opened ends it.
-            yield from back_off(session, state.outage, error, what="watch")
-
-
-@dataclass
-class _LoopState:
-    outage: Outage = field(default_factory=Outage)
-    initial: bool = True
-
-
-def _relist_where_needed(
-    session: Session, streams: Sequence[WatchedStream], on_changes: ChangeHandler, state: _LoopState
-) -> Operation[None]:
-    changed: set[JobKey] = set()
-    relisted = False
-    for stream in streams:
-        if stream.watch.needs_list:
-            request = stream.watch.next_request()
-            body = yield from call_list(
-                session, request, send=partial(call, outage=state.outage), shrink=stream.shrink
-            )
-            changed |= stream.relist(stream.watch.on_list(body))
-            relisted = True
-    if state.initial or (relisted and changed):
-        initial, state.initial = state.initial, False
-        yield from on_changes(changed, initial)
-
-
-def _open_missing_streams(
-    session: Session, streams: Sequence[WatchedStream], by_key: dict[str, WatchedStream], outage: Outage
-) -> Operation[None]:
-    for stream in streams:
-        if stream.open or stream.watch.needs_list:
-            continue
-        request = stream.watch.next_request()
-        yield from throttle(session)
-        stream.generation += 1
-        response = yield OpenStream(stream.key, request)
-        try:
-            raise_for_status(response, request)
-        except KubeApiError as error:
-            stream.watch.on_error(error)  # 410 -> relist next round; anything else raises here
-            continue
-        stream.open = True
-        by_key[stream.key] = stream
-        outage.over()  # the API answered: a break of another stream queued meanwhile starts afresh
-
-
-def _handle_item(
-    session: Session,
-    item: StreamLine | StreamClosed,
-    by_key: dict[str, WatchedStream],
-    on_changes: ChangeHandler,
-    state: _LoopState,
-) -> Operation[None]:
-    stream = by_key.get(item.key)
-    if stream is None:
-        return  # a line still queued from a stream closed for a relist
-    if isinstance(item, StreamClosed):
-        stream.open = False
-        del by_key[item.key]
-        if item.silent:
-            stream.watch.on_silence()
-            return
-        if item.error is None:
-            stream.watch.on_end()
-            yield Sleep(session.watch.reconnect_delay)
-            return
-        raise item.error
-    try:
-        result = stream.watch.on_line(item.line)
-    except KubeApiError:
-        yield CloseStream(item.key)
-        stream.open = False
-        del by_key[item.key]
-        raise
-    if isinstance(result, Expired):
-        yield CloseStream(item.key)
-        stream.open = False
-        del by_key[item.key]
-        return
-    state.outage.over()
-    if isinstance(result, WatchEvent):
-        changed = stream.apply(result.type, result.object)
-        if changed:
-            yield from on_changes(changed, False)
-
-
-def job_streams(
-    session: Session,
-    tracker: JobTracker,
-    *,
-    namespace: str,
-    job_name: str | None = None,
-) -> list[WatchedStream]:
-    """The two streams behind a job watch: TFJobs and their pods.
-
-    With ``job_name`` they follow one job (TFJob by ``metadata.name`` field selector, pods by the
-    ``job-name`` label); without it every TFJob of the namespace and every pod the TFJob
-    controller created there (``operator-name=tfjob-controller``) — the shared watch.
-    """
-    field_selector = f"metadata.name={job_name}" if job_name else None
-    pod_selector = rq.job_pods_selector(job_name) if job_name else f"{LABEL_OPERATOR_NAME}={OPERATOR_NAME}"
-    tfjob_watch = ListWatch(
-        list_request=lambda: rq.list_tfjobs(namespace=namespace, field_selector=field_selector),
-        watch_request=lambda rv, timeout, read_timeout: rq.watch_tfjobs(
-            namespace=namespace,
-            resource_version=rv,
-            timeout_seconds=timeout,
-            read_timeout=read_timeout,
-            field_selector=field_selector,
-        ),
-        settings=session.watch,
-    )
-    pod_watch = ListWatch(
-        list_request=lambda: rq.list_pods(namespace=namespace, label_selector=pod_selector),
-        watch_request=lambda rv, timeout, read_timeout: rq.watch_pods(
-            namespace=namespace,
-            resource_version=rv,
-            timeout_seconds=timeout,
-            read_timeout=read_timeout,
-            label_selector=pod_selector,
-        ),
-        settings=session.watch,
-    )
-    return [
-        WatchedStream(
-            "tfjobs",
-            tfjob_watch,
-            tracker.apply_tfjob_event,
-            partial(tracker.relist_tfjobs, shrunk=True),
-            shrink=tracker.shrink_tfjob,
-        ),
-        WatchedStream(
-            "pods",
-            pod_watch,
-            tracker.apply_pod_event,
-            partial(tracker.relist_pods, shrunk=True),
-            shrink=tracker.shrink_pod,
-        ),
-    ]
-
-
 def read_job(
     session: Session, name: str, *, namespace: str
 ) -> Operation[tuple[dict[str, Any] | None, list[dict[str, Any]]]]:
@@ -630,51 +344,6 @@ def read_job(
     except NotFoundError:
         return None, []
     return tfjob, pods
-
-
-def poll_job_snapshots(
-    session: Session, name: str, *, namespace: str, tracker: JobTracker
-) -> Operation[None]:
-    """Polling fallback for one job: every ``poll_interval`` a :func:`read_job`; emit on change."""
-    key = (namespace, name)
-    last: JobSnapshot | None = None
-    while True:
-        tfjob, pods = yield from read_job(session, name, namespace=namespace)
-        tracker.relist_tfjobs([tfjob] if tfjob is not None else [])
-        tracker.relist_pods(pods)
-        snapshot = tracker.snapshot(key)
-        if snapshot != last:
-            yield Emit(snapshot)
-            last = snapshot
-        yield Sleep(session.watch.poll_interval)
-
-
-def watch_job(session: Session, name: str, *, namespace: str) -> Operation[None]:
-    """Emit a :class:`JobSnapshot` after the initial lists and after every change of the TFJob or
-    one of its pods.  Falls back to polling when listing or watching is forbidden."""
-    key = (namespace, name)
-    tracker = JobTracker(namespace=namespace, only=[key])
-
-    def emit(changed: set[JobKey], initial: bool) -> Iterable[Effect]:
-        return [Emit(tracker.snapshot(key))] if initial or key in changed else []
-
-    streams = job_streams(session, tracker, namespace=namespace, job_name=name)
-    try:
-        yield from run_list_watches(session, streams, on_changes=emit)
-    except ForbiddenError as error:
-        if not watch_forbidden(error):
-            raise
-        for stream in streams:
-            if stream.open:
-                yield CloseStream(stream.key)
-        log.warning("%s — falling back to polling every %.0f s", error.message, session.watch.poll_interval)
-        poll_tracker = JobTracker(namespace=namespace, only=[key])
-        yield from poll_job_snapshots(session, name, namespace=namespace, tracker=poll_tracker)
-
-
-def watch_forbidden(error: ForbiddenError) -> bool:
-    """True when a 403 was for the ``watch`` verb: the one denial polling can work around."""
-    return error.rule is not None and error.rule.verb == "watch"
 
 
 # --- small helpers -----------------------------------------------------------------------------
@@ -694,57 +363,9 @@ def _name(obj: Mapping[str, Any]) -> Any:
     return _meta(obj, "name")
 
 
-def stoppable(operation: Operation[T], stopping: threading.Event) -> Operation[T | None]:
-    """Pass every effect of ``operation`` through; end it at the first result after ``stopping`` is set.
-
-    The synchronous transport blocks its driving thread until the next line of an open stream
-    arrives, and a generator cannot be closed from another thread while it runs.  Wrapped like
-    this, a watch or log stream ends at its next line, bookmark, timeout or error once the waiter
-    no longer needs it (the transport then closes its streams), instead of reconnecting forever.
-    """
-    try:
-        effect = next(operation)
-    except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
-    try:
-        while True:
-            try:
-                result = yield effect
-            except GeneratorExit:
-                raise
-            except BaseException as error:  # an effect failed: the operation decides, unless we stop
-                if stopping.is_set():
-                    return None
-                try:
-                    effect = operation.throw(error)
-                except StopIteration as stop:
-                    return stop.value  # type: ignore[no-any-return]
-                continue
-            if stopping.is_set():
-                return None
-            try:
-                effect = operation.send(result)
-            except StopIteration as stop:
-                return stop.value  # type: ignore[no-any-return]
-    finally:
-        operation.close()
-
-
 __all__ = [
     "LIST_PAGE_SIZE",
-    "CloseStream",
-    "Effect",
-    "Emit",
-    "NextLine",
-    "OpenStream",
-    "Operation",
-    "Response",
-    "Send",
     "Session",
-    "Sleep",
-    "StreamClosed",
-    "StreamLine",
-    "WatchedStream",
     "back_off",
     "call",
     "call_json",
@@ -754,15 +375,10 @@ __all__ = [
     "delete_tfjob",
     "follow_log",
     "get_tfjob",
-    "job_streams",
     "list_events",
     "list_job_pods",
-    "poll_job_snapshots",
     "raise_for_status",
     "read_job",
     "read_log_tail",
-    "run_list_watches",
-    "stoppable",
-    "watch_forbidden",
-    "watch_job",
+    "throttle",
 ]

@@ -1,18 +1,5 @@
-"""A client-side token bucket, one per connection per process.
-
-Neither the ``kubernetes`` nor the ``kubernetes_asyncio`` client limits its request rate, and
-Airflow's hook adds no limit either; when a triggerer wakes hundreds of deferred TFJobs at once
-they would all hit the API server in the same second and be answered with 429s by API Priority
-and Fairness.  client-go solves this with a token bucket (``DefaultQPS = 5``,
-``DefaultBurst = 10``); we copy those numbers.  The bucket is shared by every hook and trigger of
-one process that talks through the same connection (:func:`shared_bucket`), because the server
-counts the *identity*, not our objects.
-
-The bucket only computes delays — it never sleeps — so the sync client can ``time.sleep`` and the
-async one ``await asyncio.sleep`` on the same object.  A reservation is taken immediately (the
-token count may go negative), so callers are served in arrival order and a burst of N requests
-spreads evenly over N/rate seconds.  A lock makes it safe across threads (the sync watch uses
-reader threads; Airflow workers may use several).
+"""A client-side token bucket (client-go's 5 requests/s, burst 10), shared per connection per process
+(:func:`shared_bucket`); it computes delays and never sleeps.
 """
 
 from __future__ import annotations

@@ -1,15 +1,5 @@
-"""Every HTTP request the provider makes, as plain data.
-
-Building a request is the part of an API call that has nothing to do with I/O, so it lives here,
-once, and both transports (urllib3 through ``kubernetes``, aiohttp through
-``kubernetes_asyncio``) merely send what they are given.  Each request also records the RBAC
-rule it exercises (verb, API group, resource, namespace) so that a 403 can be turned into an
-error message that names exactly the missing permission — the API server's own Forbidden text
-names the user and the verb but not the fix.
-
-Paths are built by hand rather than through the generated OpenAPI clients because TFJob is a
-custom resource (no generated model) and because the watch and log endpoints must be streamed,
-which the generated wrappers hide.
+"""Every HTTP request the provider makes, as plain data (:class:`ApiRequest`), with the RBAC rule it
+exercises.
 """
 
 from __future__ import annotations
@@ -88,7 +78,7 @@ def _core_path(namespace: str, resource: str, name: str | None = None, sub: str 
 
 
 def job_pods_selector(name: str) -> str:
-    """Label selector for the pods the training operator creates for TFJob ``name`` (docs/rules.md)."""
+    """Label selector of the pods the training operator makes for TFJob ``name`` (docs/concepts/rules.md)."""
     return f"{LABEL_JOB_NAME}={name}"
 
 

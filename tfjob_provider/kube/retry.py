@@ -1,42 +1,5 @@
-"""The one retry policy for every Kubernetes request the provider makes.
-
-Deciding *whether* and *how long* to wait is pure arithmetic on an error, an attempt number and
-the time since the failures began, so it is written once here and used by both transports (and
-by the watch loop for reconnects).
-
-What is retried, and why:
-
-* **429 Too Many Requests** — API Priority and Fairness shed the request; the server says when
-  to come back (``Retry-After``, or the older ``details.retryAfterSeconds``) and we wait at least
-  that long.
-* **500, 502, 503, 504** and **connection errors / timeouts** (:class:`UnavailableError`) — an
-  API server restarting, a load balancer failing over, etcd leader election.  A 503/504 with
-  ``Retry-After`` is honoured the same way (the watch cache answers 504 + Retry-After when asked
-  for a resourceVersion that is too new).
-
-What is never retried: every other 4xx.  A 422 will be just as invalid next time, a 403 needs an
-administrator, a 404/409 is an answer.  (Airflow's ``generic_api_retry`` also retries 409; for a
-create that would turn "already exists" into five identical failures, so we do not.)
-
-How long: an **outage budget** of elapsed time, not a number of attempts.  An API server that
-answers every request with 503 for 20 s, or sheds load with 429 for a minute, is ridden out by
-every request, watch and fresh read alike — a count of attempts would give up after a few
-seconds when the server asks for ``Retry-After: 1`` and after minutes when it is silent.  The
-budget (:data:`DEFAULT_OUTAGE_BUDGET`, 180 s) is measured from the first failure of a run of
-failures; any success ends the run.  It is configurable per connection (extra
-``api_outage_budget``) and per installation (``[tfjob_provider] api_outage_budget``).
-
-Back-off is exponential, bounded by ``wait_min``/``wait_max``, with "equal jitter": half the
-step is fixed, the other half random, so many triggers that failed together do not come back
-together, yet no wait is shorter than half the step.  A server-sent ``Retry-After`` is a
-*minimum*: the wait is the larger of it and the back-off step (a server saying "1 s" while it
-keeps failing must not set the pace of a storm of retries).  The last wait is cut so the last
-attempt still lies within the budget; a ``Retry-After`` that points beyond the budget ends the
-run at once.
-
-This is the only retry policy: the transports' own retries are switched off (urllib3's
-``Retry`` through ``Configuration.retries = False`` in the hook; aiohttp has none), so an
-outage is measured and logged in one place.
+"""The one retry policy for every request (:class:`RetryPolicy`): what is retried, the back-off, and the
+outage budget of elapsed time (docs/adr/0011-one-retry-policy-with-an-outage-budget.md).
 """
 
 from __future__ import annotations
@@ -51,7 +14,7 @@ from tfjob_provider.kube.errors import KubeApiError, TooManyRequestsError, Unava
 #: HTTP statuses worth another attempt (besides 429, which has its own class).
 RETRYABLE_SERVER_STATUSES = frozenset({500, 502, 503, 504})
 #: Seconds of failures in a row ridden out before a request, watch or read gives up (documented
-#: in ``docs/client.md``): longer than an API server rollout or a control-plane failover, shorter
+#: in ``docs/reference/client.md``): longer than an API server rollout or a control-plane failover, shorter
 #: than the task timeouts users set.
 DEFAULT_OUTAGE_BUDGET = 180.0
 

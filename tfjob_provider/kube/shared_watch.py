@@ -1,23 +1,5 @@
-"""One pair of watch streams per (connection, namespace) per triggerer, shared by all its triggers.
-
-A triggerer may wait on hundreds of TFJobs at once.  Polling each one (GET TFJob + LIST pods every
-P seconds) costs 2N/P requests per second — 100 per second for 500 jobs at 10 s — and still sees a
-termination P/2 seconds late on average.  A watch costs nothing while nothing changes and delivers
-a change in milliseconds, but one watch *per job* would still mean 2N long-lived streams.  So the
-triggers of one process share: :class:`SharedJobWatch` runs exactly two streams per connection and
-namespace — every TFJob of the namespace, and every pod labelled
-``training.kubeflow.org/operator-name=tfjob-controller`` — folds them into one slim
-:class:`~.tracking.JobTracker`, and hands each subscriber the snapshots of *its* job.  Steady-state
-cost: two watch requests per namespace per 5-10 minutes (the server timeout) plus bookmarks —
-far below the target of 2 requests per job per minute, and independent of replica count.
-
-Lifetime is reference-counted: the streams start with the first subscriber and stop when the
-last one leaves.  Memory is bounded by the slim tracker (no ``managedFields``, no annotations,
-pod specs reduced to container names) and by each subscription keeping only the *latest*
-snapshot, never a backlog.
-
-If the ``watch`` verb is forbidden, the shared watch falls back to polling every subscribed job
-(:func:`~.operations.read_job`: one LIST + one GET) every ``poll_interval`` (10 s by default).
+""":class:`SharedJobWatch`: one pair of watch streams per (connection, namespace) per triggerer,
+fanned out to each trigger's :class:`Subscription` (docs/adr/0002-shared-watch-per-namespace.md).
 """
 
 from __future__ import annotations
@@ -28,6 +10,7 @@ import logging
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
+from tfjob_provider.kube import effects, list_watch
 from tfjob_provider.kube import operations as ops
 from tfjob_provider.kube.async_client import AsyncTFJobClient
 from tfjob_provider.kube.errors import ForbiddenError, KubeApiError
@@ -179,7 +162,7 @@ class SharedJobWatch:
 
     # --- the streams ----------------------------------------------------------------------------
 
-    def _dispatch(self, changed: set[JobKey], initial: bool) -> Iterable[ops.Effect]:
+    def _dispatch(self, changed: set[JobKey], initial: bool) -> Iterable[effects.Effect]:
         # Work in proportion to what changed, never to the number of subscribers: with 10,000
         # waits an event touches one or two jobs, and copying the subscriber keys per event cost
         # more CPU than everything else the triggerer did while the jobs finished.
@@ -198,10 +181,12 @@ class SharedJobWatch:
         session = self.client.session
         try:
             try:
-                streams = ops.job_streams(session, self.tracker, namespace=self.namespace)
-                await self.client.run(ops.run_list_watches(session, streams, on_changes=self._dispatch))
+                streams = list_watch.job_streams(session, self.tracker, namespace=self.namespace)
+                await self.client.run(
+                    list_watch.run_list_watches(session, streams, on_changes=self._dispatch)
+                )
             except ForbiddenError as error:
-                if not ops.watch_forbidden(error):
+                if not list_watch.watch_forbidden(error):
                     raise
                 log.warning("%s — polling every %.0f s instead", error.message, session.watch.poll_interval)
                 await self._poll_forever()

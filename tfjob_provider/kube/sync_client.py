@@ -1,17 +1,5 @@
-"""The synchronous transport: performs :mod:`.operations` effects with the ``kubernetes`` client.
-
-Used by code that runs in an Airflow worker (operator in non-deferrable mode, sensor in poke
-mode).  It owns exactly one ``kubernetes.client.ApiClient`` — one urllib3 pool, one TLS context,
-one set of credentials — for its whole life, and sends every request through
-``ApiClient.call_api(..., _preload_content=False)``: that keeps the client's own auth handling
-(bearer tokens, the exec-plugin refresh hook ``load_kube_config`` installs, client certificates)
-while leaving status handling, retries and streaming to us.
-
-Streams (watches, followed logs) are read by one daemon thread each, which splits the bytes into
-lines and puts them on one queue; :class:`~.operations.NextLine` takes from that queue.  The read
-timeout of the socket is the watch's inactivity timeout, so silence surfaces as a read timeout in
-the reader thread.  Closing a stream shuts the socket down, which wakes its reader at once.
-No event loop is involved anywhere.
+"""The synchronous transport for workers: :class:`SyncTFJobClient` performs :mod:`.effects` with the
+``kubernetes`` client, one reader thread per open stream.
 """
 
 from __future__ import annotations
@@ -28,6 +16,7 @@ from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError, ReadTimeoutError
 
+from tfjob_provider.kube import effects, list_watch
 from tfjob_provider.kube import operations as ops
 from tfjob_provider.kube.errors import KubeApiError, unavailable
 from tfjob_provider.kube.requests import ApiRequest
@@ -47,7 +36,7 @@ class _SyncStreams:
     """The open streams of one running operation and the queue their reader threads fill."""
 
     def __init__(self) -> None:
-        self.items: queue.Queue[ops.StreamLine | ops.StreamClosed] = queue.Queue()
+        self.items: queue.Queue[effects.StreamLine | effects.StreamClosed] = queue.Queue()
         self._responses: dict[str, urllib3.BaseHTTPResponse] = {}
         self._closing: set[str] = set()
         self._lock = threading.Lock()
@@ -68,24 +57,24 @@ class _SyncStreams:
                 if not chunk:
                     break
                 for line in lines.feed(chunk):
-                    self.items.put(ops.StreamLine(key, line))
+                    self.items.put(effects.StreamLine(key, line))
             for line in lines.flush():
-                self.items.put(ops.StreamLine(key, line))
-            self.items.put(ops.StreamClosed(key))
+                self.items.put(effects.StreamLine(key, line))
+            self.items.put(effects.StreamClosed(key))
         except ReadTimeoutError:
-            self.items.put(ops.StreamClosed(key, silent=True))
+            self.items.put(effects.StreamClosed(key, silent=True))
         except (HTTPError, OSError, ValueError, AttributeError) as exc:
             # AttributeError: http.client drops its file object when another thread closes it.
             if key not in self._closing:
                 error = unavailable(f"stream broken: {exc}", request=request)
                 error.__cause__ = exc
-                self.items.put(ops.StreamClosed(key, error=error))
+                self.items.put(effects.StreamClosed(key, error=error))
         except KubeApiError as error:
-            self.items.put(ops.StreamClosed(key, error=error))
+            self.items.put(effects.StreamClosed(key, error=error))
         finally:
             _discard(response)
 
-    def next(self) -> ops.StreamLine | ops.StreamClosed:
+    def next(self) -> effects.StreamLine | effects.StreamClosed:
         while True:
             item = self.items.get()
             if item.key not in self._closing:
@@ -147,7 +136,7 @@ class SyncTFJobClient:
         )
         return response
 
-    def _send(self, request: ApiRequest, streams: _SyncStreams | None, key: str | None) -> ops.Response:
+    def _send(self, request: ApiRequest, streams: _SyncStreams | None, key: str | None) -> effects.Response:
         try:
             raw = self._request(request)
         except ApiException as exc:
@@ -155,42 +144,42 @@ class SyncTFJobClient:
                 raise unavailable(str(exc.reason), request=request) from exc
             body = exc.body if isinstance(exc.body, bytes) else str(exc.body or "").encode()
             headers: Mapping[str, str] = dict(exc.headers or {})
-            return ops.Response(exc.status, headers, body, cause=exc)
+            return effects.Response(exc.status, headers, body, cause=exc)
         except (HTTPError, OSError) as exc:
             raise unavailable(f"{type(exc).__name__}: {exc}", request=request) from exc
         if streams is not None and key is not None:
             streams.start(key, raw, request)
-            return ops.Response(raw.status, dict(raw.headers))
+            return effects.Response(raw.status, dict(raw.headers))
         try:
             body = raw.read()
         except (HTTPError, OSError) as exc:
             raise unavailable(f"reading the response failed: {exc}", request=request) from exc
         finally:
             raw.release_conn()
-        return ops.Response(raw.status, dict(raw.headers), body)
+        return effects.Response(raw.status, dict(raw.headers), body)
 
-    def _perform(self, effect: ops.Effect, streams: _SyncStreams) -> Any:
-        if isinstance(effect, ops.Send):
+    def _perform(self, effect: effects.Effect, streams: _SyncStreams) -> Any:
+        if isinstance(effect, effects.Send):
             return self._send(effect.request, None, None)
-        if isinstance(effect, ops.Sleep):
+        if isinstance(effect, effects.Sleep):
             time.sleep(effect.seconds)
             return None
-        if isinstance(effect, ops.OpenStream):
+        if isinstance(effect, effects.OpenStream):
             return self._send(effect.request, streams, effect.key)
-        if isinstance(effect, ops.NextLine):
+        if isinstance(effect, effects.NextLine):
             return streams.next()
-        if isinstance(effect, ops.CloseStream):
+        if isinstance(effect, effects.CloseStream):
             streams.close(effect.key)
             return None
         raise TypeError(f"unknown effect {effect!r}")
 
-    def _drive(self, operation: ops.Operation[Any], result: list[Any] | None = None) -> Iterator[Any]:
+    def _drive(self, operation: effects.Operation[Any], result: list[Any] | None = None) -> Iterator[Any]:
         """Run ``operation``, yielding the values it emits; its return value is appended to ``result``."""
         streams = _SyncStreams()
         try:
             effect = next(operation)
             while True:
-                if isinstance(effect, ops.Emit):
+                if isinstance(effect, effects.Emit):
                     yield effect.value
                     effect = operation.send(None)
                     continue
@@ -207,7 +196,7 @@ class SyncTFJobClient:
             operation.close()
             streams.close_all()
 
-    def _run(self, operation: ops.Operation[T]) -> T:
+    def _run(self, operation: effects.Operation[T]) -> T:
         result: list[T] = []
         for _ in self._drive(operation, result):
             pass
@@ -284,11 +273,11 @@ class SyncTFJobClient:
         stopping: threading.Event | None = None,
     ) -> Iterator[str]:
         """Lines of a followed log, as they are written, until the container ends (or ``stopping``
-        is set: another thread can end the stream, see :func:`.operations.stoppable`)."""
+        is set: another thread can end the stream, see :func:`.effects.stoppable`)."""
         follow = ops.follow_log(
             self.session, pod, namespace=namespace, container=container, since_seconds=since_seconds
         )
-        return self._drive(follow if stopping is None else ops.stoppable(follow, stopping))
+        return self._drive(follow if stopping is None else effects.stoppable(follow, stopping))
 
     def list_events(
         self, *, namespace: str, involved_names: list[str] | tuple[str, ...]
@@ -305,10 +294,10 @@ class SyncTFJobClient:
         ``stopping`` is set (from any thread), or until an error that retries and reconnects could
         not ride out is raised.
         """
-        watch = ops.watch_job(self.session, name, namespace=namespace)
-        return self._drive(watch if stopping is None else ops.stoppable(watch, stopping))
+        watch = list_watch.watch_job(self.session, name, namespace=namespace)
+        return self._drive(watch if stopping is None else effects.stoppable(watch, stopping))
 
-    def run(self, operation: ops.Operation[T]) -> T:
+    def run(self, operation: effects.Operation[T]) -> T:
         """Run any :mod:`.operations` generator on this transport."""
         return self._run(operation)
 

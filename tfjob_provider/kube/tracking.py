@@ -1,28 +1,5 @@
-"""The current state of TFJobs and their pods, folded from list results and watch events.
-
-The verdict engine (``policy.decide``) wants one TFJob and its pods as plain dicts, and does not
-care whether they came from a list, a watch or a poll.  :class:`JobTracker` is the bridge: it
-applies ``ADDED``/``MODIFIED``/``DELETED`` events and whole relists (which *replace* what was
-known, so an object deleted while we were disconnected disappears) and hands out immutable
-:class:`JobSnapshot` values.  It tracks one job (``watch_job``) or every job of a namespace (the
-triggerer's shared watch), keyed by ``(namespace, name)``; a pod belongs to the job named by its
-``training.kubeflow.org/job-name`` label.
-
-Memory is the shared watch's constraint (500 jobs x several replicas in one triggerer), so with
-``slim=True`` each object is cut to what a verdict, a log line or a report can use — no
-``managedFields`` (often half an object's size), no annotations, pod specs reduced to
-container names.  Snapshots share those dicts (nothing is copied per subscriber); callers must
-treat them as read-only.
-
-Pods of an earlier TFJob with the same name (deleted, recreated) are excluded from a snapshot
-when their controller ``ownerReference`` names another UID, so a fresh job is never judged by
-its predecessor's pods.
-
-The tracker also counts *recreations*: a replica slot (replica type and index, e.g. Worker 1)
-whose pod comes back with another UID was deleted and created again by the training operator
-(``ExitCode`` and ``OnFailure``-by-operator restarts, evictions, lost nodes).  The pod's own
-``restartCount`` starts at 0 again then, so only whoever watched the UIDs change can tell; the
-count covers what this tracker has seen, i.e. the wait it serves.
+""":class:`JobTracker`: TFJobs and their pods folded from lists and watch events into immutable
+:class:`JobSnapshot` values (optionally slim), with pod recreations counted.
 """
 
 from __future__ import annotations

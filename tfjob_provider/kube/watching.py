@@ -1,25 +1,5 @@
-"""The list → watch protocol as a state machine with no I/O.
-
-Kubernetes' contract for following objects (API concepts, "Efficient detection of changes"):
-list once, remember the list's ``resourceVersion`` (RV), watch from exactly that RV, and keep
-the RV of every event you receive so that a reconnect resumes where the last one stopped.  The
-parts that are easy to get wrong all live here, so they are written and tested once:
-
-* every event moves the RV forward — including ``BOOKMARK`` events, which exist only to do that
-  on quiet streams (without them a quiet watch's RV falls out of the server's ~5 min history and
-  every reconnect costs a relist);
-* history expiry arrives in two forms: an HTTP 410 when the watch is opened, or — far more
-  often — an HTTP 200 stream whose first line is ``{"type": "ERROR", "object": {"code": 410}}``.
-  Both mean the same: forget the RV, list again;
-* any other ``ERROR`` event is a real failure and is raised;
-* the server ends each watch after ``timeoutSeconds``; we choose it at random in 5-10 minutes
-  (client-go's reflector does the same) so a triggerer restarted with 500 jobs does not reconnect
-  all its streams in the same second forever after;
-* a stream that has been silent for longer than ``inactivity_timeout`` is presumed dead (a NAT or
-  load balancer dropped it without a FIN) and is reopened from the last RV.
-
-The transports turn "no bytes for ``read_timeout`` seconds" into :meth:`ListWatch.on_silence`;
-:class:`LineBuffer` turns arbitrary chunks into lines for both of them.
+"""The list→watch protocol as a state machine without I/O (:class:`ListWatch`, :class:`WatchSettings`,
+:class:`LineBuffer`; docs/adr/0021-list-watch-as-a-state-machine.md).
 """
 
 from __future__ import annotations

@@ -1,20 +1,5 @@
-"""The deciding replica's log in the Airflow task log: streamed live in the worker, printed on resume.
-
-Why: the one log a user wants to see live is the chief's (or worker-0's when the job has no
-chief): it prints the training progress, and it decides success.  Following it — one streamed
-request, line by line, never buffering the whole log — costs nothing while the job runs, but the
-pod it comes from changes under us: the kubelet restarts the container in place (``OnFailure``),
-the training operator deletes and recreates the pod under the same name (``ExitCode``), a
-stream breaks on an API hiccup.  Each container *instance* (pod UID + restart count) is therefore
-followed once from its start; a stream that broke while its container still runs is resumed with
-``sinceSeconds`` (a line may then repeat — better than a gap).  Each line is prefixed with its
-replica (``[chief-0]``) and cut to a bounded length.
-
-A deferred task waits in the triggerer, where following one log per job would cost a long-lived
-request per job and read logs in the triggerer's memory (the cncf-kubernetes provider's deferred
-pod operator was OOM-killed by exactly that).  So when a deferred task resumes in its worker,
-:func:`print_deciding_log` prints the deciding replica's log there instead — its last lines, read
-in one request the API server bounds — before the TFJob may be deleted.
+"""The deciding replica's log in the task log: :class:`LogStreamer` follows it live in the worker,
+:func:`print_deciding_log` prints its tail on resume (docs/adr/0009-deciding-log-in-the-worker.md).
 """
 
 from __future__ import annotations
@@ -25,8 +10,8 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
+from tfjob_provider._outcome.report import log_pod_for, pod_name, replica_of
 from tfjob_provider.constants import DEFAULT_CONTAINER_NAME
-from tfjob_provider.reporting import log_pod_for, pod_name, replica_of
 
 if TYPE_CHECKING:
     from tfjob_provider.kube.sync_client import SyncTFJobClient

@@ -1,26 +1,5 @@
-"""Submit a task instance's TFJob exactly once: adopt it, accept its result, or replace it.
-
-Why: an Airflow task instance can start ``execute`` several times for one logical piece of work —
-its worker died mid-wait, the scheduler re-queued it, a retry began.  The cncf-kubernetes
-operators' users report duplicates (two trainings on the same GPUs) and lost results from exactly
-this.  Every try of a task instance therefore uses the *same* deterministic TFJob name
-(:func:`tfjob_provider.naming.job_name_for`), and what is found under that name decides:
-
-==============================================  =============================================
-found under the name                            action
-==============================================  =============================================
-nothing                                         create it
-a TFJob of another task instance, or foreign    fail, touching nothing (AirflowFailException)
-ours, being deleted                             wait until it is gone, then create
-ours, ``reattach=False``                        delete it, wait until gone, create
-ours, running / pending / restarting            adopt it (same UID), wait on it
-ours, Succeeded                                 finish as success, nothing resubmitted
-ours, Failed, submitted by *this* try           report that failure (no resubmission)
-ours, Failed, submitted by an earlier try       delete it, wait until gone, create afresh
-==============================================  =============================================
-
-"Ours" is decided by the exact identity annotations (:func:`tfjob_provider.naming.matches_identity`),
-never by the lossy labels.  A create that loses a race (AlreadyExists) re-reads and decides again.
+""":func:`submit_or_adopt`: submit a task instance's TFJob exactly once — create, adopt, accept or
+replace what is found under its name (docs/adr/0001-deterministic-names-and-adoption.md).
 """
 
 from __future__ import annotations
@@ -32,7 +11,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from airflow.providers.common.compat.sdk import AirflowException, AirflowFailException
 
-from tfjob_provider.concluding import TaskLog
+from tfjob_provider._airflow.carrying_out import TaskLog
+from tfjob_provider._outcome.wait import uid_of
 from tfjob_provider.constants import (
     ANNOTATION_DAG_ID,
     ANNOTATION_RUN_ID,
@@ -42,7 +22,6 @@ from tfjob_provider.constants import (
 from tfjob_provider.kube.errors import AlreadyExistsError, NotFoundError
 from tfjob_provider.naming import matches_identity
 from tfjob_provider.policy import Rules, VerdictState, decide
-from tfjob_provider.wait_outcome import uid_of
 
 if TYPE_CHECKING:
     from tfjob_provider.kube.sync_client import SyncTFJobClient

@@ -1,17 +1,5 @@
-"""Waiting for a TFJob inside an Airflow worker (the operator's non-deferrable mode).
-
-Why a thread: the synchronous client's ``watch_job`` is a blocking iterator that only yields when
-something changes, but the wait must also end on time alone — the ``timeout`` deadline, the
-startup window, pending timeouts, ``activeDeadlineSeconds`` — and must leave the main thread free
-for the signals Airflow sends it (SIGTERM → ``on_kill``, SIGALRM → ``execution_timeout``).  So a
-daemon thread drains the watch into a one-slot mailbox (only the newest snapshot matters) and the
-main thread waits on that mailbox with a timeout, judging with the same
-:class:`~tfjob_provider.wait_outcome.WaitTarget` the trigger uses.
-
-The watch generator is created, iterated and closed inside its thread (generators may not be
-closed from another thread); :meth:`SnapshotFeed.stop` asks it to finish at its next stream item
-(:func:`~tfjob_provider.kube.operations.stoppable`), so no watch outlives its wait by more than
-one bookmark interval.
+""":func:`wait_in_worker`: the operator's non-deferrable wait, a watch drained by a thread into a
+one-slot mailbox (docs/adr/0019-worker-wait-in-a-thread.md).
 """
 
 from __future__ import annotations
@@ -22,10 +10,10 @@ from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from tfjob_provider.concluding import read_job
+from tfjob_provider._airflow.carrying_out import read_job
+from tfjob_provider._outcome.wait import WaitOutcome, WaitTarget, earliest, utc_now
+from tfjob_provider._outcome.wait_clock import sleep_seconds
 from tfjob_provider.kube.errors import KubeApiError
-from tfjob_provider.wait_clock import sleep_seconds
-from tfjob_provider.wait_outcome import WaitOutcome, WaitTarget, earliest, utc_now
 
 if TYPE_CHECKING:
     from tfjob_provider.kube.sync_client import SyncTFJobClient
@@ -36,7 +24,7 @@ class SnapshotFeed:
     """A daemon thread iterating ``open_watch()`` and keeping the newest snapshot.
 
     :param open_watch: returns the blocking iterator of snapshots, given the event that asks it
-        to stop (see :func:`~tfjob_provider.kube.operations.stoppable`); called inside the thread.
+        to stop (see :func:`~tfjob_provider.kube.effects.stoppable`); called inside the thread.
     """
 
     def __init__(self, open_watch: Callable[[threading.Event], Iterator[JobSnapshot]], *, name: str) -> None:

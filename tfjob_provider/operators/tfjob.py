@@ -1,26 +1,5 @@
-"""``TFJobOperator``: run a distributed TensorFlow training as one Airflow task, exactly once.
-
-Why this operator and not a KubernetesPodOperator or a generic custom-object operator: a TFJob's
-outcome is decided by *which* replica ended *how* (chief or worker-0 decides success; a PS or
-evaluator failure fails the job; restart policies and exit-code classes decide whether anything
-is retried), its training operator hangs or lags in known situations, and its pods keep GPUs busy
-if nobody cleans up.  The operator therefore:
-
-1. validates everything it was given (manifest, typed parameters, rules) before the first API
-   request, failing with :class:`~airflow.sdk.exceptions.AirflowFailException` that names the
-   field and the fix;
-2. finds this task instance's TFJob under a deterministic name and adopts, accepts, replaces or
-   creates it (:mod:`tfjob_provider.operators._submission`) — never a duplicate, never another
-   run's job;
-3. pushes ``tfjob_name``, ``tfjob_namespace``, ``tfjob_uid`` (and the dashboard link) to XCom at
-   once;
-4. waits — in its worker through a watch, streaming the chief's log, or deferred to
-   :class:`~tfjob_provider.triggers.tfjob.TFJobTrigger` — judging with the verdict engine;
-5. concludes: a result dict on success; on failure a culprit-first report and
-   ``AirflowFailException`` (permanent) or ``AirflowException`` (retryable); the TFJob is deleted
-   whenever anything of it could still be running after the task has failed.
-
-``docs/operator.md`` has the parameter, outcome and deletion tables.
+"""``TFJobOperator``: run a distributed TensorFlow training as one Airflow task, exactly once;
+parameters, outcomes and deletions are in docs/reference/operator.md.
 """
 
 from __future__ import annotations
@@ -42,7 +21,7 @@ try:  # Airflow >= 3.2 keeps task exceptions in the Task SDK; older 3.x in airfl
 except ImportError:  # pragma: no cover - depends on the installed Airflow
     from airflow.exceptions import TaskDeferralTimeout  # type: ignore[no-redef,attr-defined]
 
-from tfjob_provider.concluding import (
+from tfjob_provider._airflow.carrying_out import (
     carry_out,
     decide_ending,
     delete_if_ours,
@@ -51,7 +30,19 @@ from tfjob_provider.concluding import (
     read_job,
     translated_api_errors,
 )
-from tfjob_provider.ending import ON_FINISH_ACTIONS, OnFinishAction
+from tfjob_provider._airflow.fail_fast_templates import FailFastTemplates
+from tfjob_provider._airflow.task_params import DEFERRAL_TIMEOUT_MARGIN, coerce_rules, seconds
+from tfjob_provider._outcome.report import result_dict
+from tfjob_provider._outcome.task_ending import ON_FINISH_ACTIONS, OnFinishAction
+from tfjob_provider._outcome.wait import (
+    WaitOutcome,
+    WaitTarget,
+    earliest_deadline,
+    format_utc,
+    parse_utc,
+    utc_now,
+)
+from tfjob_provider.clipping import clip
 from tfjob_provider.hooks.tfjob import TFJobHook
 from tfjob_provider.links import (
     XCOM_NAME,
@@ -75,19 +66,7 @@ from tfjob_provider.operators._log_streaming import LogStreamer, print_deciding_
 from tfjob_provider.operators._submission import Submission, TaskIdentity, submit_or_adopt
 from tfjob_provider.operators._worker_wait import wait_in_worker, wake_worker_waits
 from tfjob_provider.policy import Rules, decide
-from tfjob_provider.quoting import clip
-from tfjob_provider.reporting import result_dict
-from tfjob_provider.task_params import DEFERRAL_TIMEOUT_MARGIN, coerce_rules, seconds
-from tfjob_provider.templating import FailFastTemplates
 from tfjob_provider.triggers.tfjob import TFJobTrigger
-from tfjob_provider.wait_outcome import (
-    WaitOutcome,
-    WaitTarget,
-    earliest_deadline,
-    format_utc,
-    parse_utc,
-    utc_now,
-)
 
 if TYPE_CHECKING:
     from airflow.providers.common.compat.sdk import Context
@@ -183,7 +162,7 @@ class TFJobOperator(FailFastTemplates, BaseOperator):
     :param deferrable: wait in the triggerer instead of the worker; default from
         ``[operators] default_deferrable``.
     :param poll_interval: None (default): the wait judges the TFJob when it or its pods change
-        (a watch) and when a time-based rule comes due (``docs/timers.md``).  A number: also
+        (a watch) and when a time-based rule comes due (``docs/concepts/timers.md``).  A number: also
         re-judge an unchanged state at least this often, as a safety net (no API request).
     :param startup_timeout: seconds from the TFJob's creation within which a training operator
         must reconcile it and its replicas must leave Pending (also each replica's Pending limit
@@ -574,7 +553,7 @@ class TFJobOperator(FailFastTemplates, BaseOperator):
     # --- concluding ----------------------------------------------------------------------------------
 
     def _conclude(self, context: Context, target: WaitTarget, outcome: WaitOutcome) -> dict[str, Any] | None:
-        """End the task as :func:`tfjob_provider.ending.conclude` decides for ``outcome``."""
+        """End the task as :func:`tfjob_provider._outcome.task_ending.conclude` decides for ``outcome``."""
         client = self.hook.client
         with translated_api_errors(self.task_id):
             outcome, ending = decide_ending(

@@ -1,20 +1,5 @@
-"""``TFJobSensor``: wait on a TFJob that something else submitted, and judge it like the operator does.
-
-Why: TFJobs are often created outside Airflow (a CI pipeline, kubectl, another team's operator),
-and a DAG still needs to continue only once the training succeeded — by the same chief/worker/PS
-rules, with the same permanent-versus-retryable classification and the same report when it
-failed.  The sensor therefore reuses the operator's judge
-(:class:`~tfjob_provider.wait_outcome.WaitTarget`), report and exception mapping, in Airflow's
-three sensor modes:
-
-* ``poke`` / ``reschedule``: each poke is one GET of the TFJob plus one LIST of its pods;
-* ``deferrable``: one poke first (a finished job needs no deferral), then
-  :class:`~tfjob_provider.triggers.tfjob.TFJobTrigger` on the shared watch.
-
-A TFJob that does not exist yet is waited for until ``timeout`` — not an error.  The sensor never
-deletes anything: the TFJob is not its own (the trigger is given ``cancel_on_kill=False``).
-With ``soft_fail=True`` every negative ending — failed, timed out — skips the task instead, in
-all three modes alike.
+"""``TFJobSensor``: wait on a TFJob submitted elsewhere and judge it as the operator does, in poke,
+reschedule or deferrable mode; it never deletes.
 """
 
 from __future__ import annotations
@@ -31,7 +16,7 @@ from airflow.providers.common.compat.sdk import (
     conf,
 )
 
-from tfjob_provider.concluding import (
+from tfjob_provider._airflow.carrying_out import (
     carry_out,
     decide_ending,
     judge_confirmed,
@@ -39,13 +24,13 @@ from tfjob_provider.concluding import (
     read_job,
     translated_api_errors,
 )
+from tfjob_provider._airflow.fail_fast_templates import FailFastTemplates
+from tfjob_provider._airflow.task_params import DEFERRAL_TIMEOUT_MARGIN, coerce_rules, seconds
+from tfjob_provider._outcome.wait import WaitOutcome, WaitTarget, format_utc, utc_now
 from tfjob_provider.hooks.tfjob import TFJobHook
 from tfjob_provider.links import XCOM_NAME, XCOM_NAMESPACE, XCOM_UID, TFJobLink
 from tfjob_provider.policy import Rules
-from tfjob_provider.task_params import DEFERRAL_TIMEOUT_MARGIN, coerce_rules, seconds
-from tfjob_provider.templating import FailFastTemplates
 from tfjob_provider.triggers.tfjob import TFJobTrigger
-from tfjob_provider.wait_outcome import WaitOutcome, WaitTarget, format_utc, utc_now
 
 if TYPE_CHECKING:
     from airflow.providers.common.compat.sdk import Context
@@ -70,7 +55,7 @@ class TFJobSensor(FailFastTemplates, BaseSensorOperator):
 
     The usual sensor parameters apply: ``poke_interval`` (default 30 s; poke and reschedule
     modes only: deferred, the trigger judges on every change and when a time-based rule comes
-    due, ``docs/timers.md``), ``timeout``, ``mode``, ``soft_fail``.
+    due, ``docs/concepts/timers.md``), ``timeout``, ``mode``, ``soft_fail``.
     """
 
     template_fields = ("job_name", "namespace", "kubernetes_conn_id")
@@ -185,7 +170,7 @@ class TFJobSensor(FailFastTemplates, BaseSensorOperator):
     # --- concluding -----------------------------------------------------------------------------
 
     def _conclude(self, context: Context, target: WaitTarget, outcome: WaitOutcome) -> dict[str, Any] | None:
-        """End the task as :func:`tfjob_provider.ending.conclude` decides (the sensor never deletes)."""
+        """End the task as :func:`tfjob_provider._outcome.task_ending.conclude` decides (never deletes)."""
         client = self.hook.client
         with translated_api_errors(self.task_id):
             outcome, ending = decide_ending(

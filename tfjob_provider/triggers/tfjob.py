@@ -1,21 +1,5 @@
-"""``TFJobTrigger``: wait for a TFJob's outcome in the triggerer, cheaply and without false endings.
-
-Why a trigger of its own, and why shaped like this: a TFJob runs for hours, and a deferred task
-must not hold a worker slot meanwhile.  The triggerer may run hundreds of these at once in one
-event loop, so the trigger subscribes to the process-wide shared watch
-(:class:`~tfjob_provider.kube.shared_watch.SharedJobWatch`: two streams per connection and
-namespace, no per-job polling, no log reads) and keeps only the newest snapshot of its job.  Every
-decision — terminal verdict, deleted or replaced TFJob, no training operator, startup timeout,
-deadline — is taken by :class:`~tfjob_provider.wait_outcome.WaitTarget`, the same code the operator
-uses when it waits in its worker, so both modes end the same way.
-
-The contract with Airflow (style guide A5.8): :meth:`TFJobTrigger.serialize` returns JSON
-primitives only under a hard-coded classpath; :meth:`TFJobTrigger.run` yields exactly one
-``TriggerEvent`` on every path — errors included, no exception escapes.  Cancellation is the one
-thing passed through untouched: a triggerer shutting down or handing the trigger to another
-triggerer cancels ``run()``, and nothing is deleted then (the default ``cleanup()`` does nothing
-on purpose).  Only :meth:`TFJobTrigger.on_kill` — called by Airflow >= 3.3 when a *user* killed
-the deferred task — deletes the TFJob.
+"""``TFJobTrigger``: wait for a TFJob's outcome in the triggerer on the shared watch; yields exactly
+one ``TriggerEvent`` on every path, and deletes the TFJob only in :meth:`TFJobTrigger.on_kill`.
 """
 
 from __future__ import annotations
@@ -28,13 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from tfjob_provider.hooks.tfjob import TFJobHook
-from tfjob_provider.kube import operations as ops
-from tfjob_provider.kube.errors import KubeApiError, NotFoundError
-from tfjob_provider.kube.shared_watch import SharedJobWatch, Subscription
-from tfjob_provider.policy import Rules
-from tfjob_provider.wait_clock import WallClockAlarms
-from tfjob_provider.wait_outcome import (
+from tfjob_provider._outcome.wait import (
     SETTLE_SECONDS,
     WaitOutcome,
     WaitTarget,
@@ -44,6 +22,12 @@ from tfjob_provider.wait_outcome import (
     uid_of,
     utc_now,
 )
+from tfjob_provider._outcome.wait_clock import WallClockAlarms
+from tfjob_provider.hooks.tfjob import TFJobHook
+from tfjob_provider.kube import operations as ops
+from tfjob_provider.kube.errors import KubeApiError, NotFoundError
+from tfjob_provider.kube.shared_watch import SharedJobWatch, Subscription
+from tfjob_provider.policy import Rules
 
 if TYPE_CHECKING:
     from tfjob_provider.kube.async_client import AsyncTFJobClient
@@ -61,7 +45,7 @@ def describe_error(error: BaseException) -> str:
 class TFJobTrigger(BaseTrigger):
     """Fire once when a TFJob succeeds, fails, is deleted, times out — or the wait itself breaks.
 
-    The event payload is :meth:`WaitOutcome.to_event() <tfjob_provider.wait_outcome.WaitOutcome.to_event>`:
+    The event payload is :meth:`WaitOutcome.to_event() <tfjob_provider._outcome.wait.WaitOutcome.to_event>`:
     ``{"status": "success"|"failed"|"timeout"|"error", "name", "namespace", "uid", "message",
     "verdict": <Verdict.to_dict()> | None, "start_time", "completion_time", "outputs_pod",
     "outputs_message", "recreations"}`` — a few KiB at most: the verdict carries at most 20 pod
@@ -82,7 +66,7 @@ class TFJobTrigger(BaseTrigger):
         limit.
     :param rules: :class:`~tfjob_provider.policy.Rules` as a dict (``Rules.to_dict()``), or None.
     :param poll_interval: None (default): judge only when the TFJob or its pods change or a
-        time-based rule comes due (``docs/timers.md``).  A number: also re-judge an unchanged
+        time-based rule comes due (``docs/concepts/timers.md``).  A number: also re-judge an unchanged
         state at least this often, as a safety net (no API request is made for it).
     :param cancel_on_kill: delete the TFJob in :meth:`on_kill` (a user killed the task).
     :param wait_for_existence: a TFJob that does not exist yet is waited for (the sensor).

@@ -1,0 +1,1 @@
+"""The object store: one write path (metadata, concurrency, deletion, GC), watches, persistence."""
