@@ -187,7 +187,7 @@ async def measure(
     events: dict[str, Any] = {}
 
     async def wait_on(name: str) -> None:
-        trigger = TFJobTrigger(name=name, namespace=NAMESPACE, uid=uids[name], poll_interval=10)
+        trigger = TFJobTrigger(name=name, namespace=NAMESPACE, uid=uids[name])
         event = await anext(trigger.run())
         received[name] = time.time()
         events[name] = event.payload
@@ -302,6 +302,11 @@ def main() -> None:
     )
     parser.add_argument("--burst", action="store_true", help="scale mode: end all chiefs within one second")
     parser.add_argument(
+        "--deadline-hours",
+        type=float,
+        help="scale mode: give every wait a deadline this far ahead, so each has a timer armed",
+    )
+    parser.add_argument(
         "--tracemalloc", action="store_true", help="scale mode: print where the waiting jobs' memory is"
     )
     parser.add_argument("--submit", type=Path, help=argparse.SUPPRESS)  # internal: the child's job
@@ -335,6 +340,7 @@ def main() -> None:
                 rate=args.release_rate,
                 burst=args.burst,
                 profile=args.tracemalloc,
+                deadline_hours=args.deadline_hours,
             )
             wait_scale.report_scale(figures)
         return

@@ -29,6 +29,7 @@ import sys
 import time
 import tracemalloc
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -156,6 +157,7 @@ async def _measure(
     rate: float,
     burst: bool,
     profile: bool,
+    deadline_hours: float | None = None,
 ) -> dict[str, Any]:
     from tfjob_sandbox.admin_client import SandboxAdminClient
 
@@ -172,9 +174,15 @@ async def _measure(
         tracemalloc.start(8)
     received: dict[str, float] = {}
     statuses: dict[str, int] = {}
+    # With --deadline-hours every wait has a timer armed (a far deadline); without, none has one.
+    deadline = None
+    if deadline_hours is not None:
+        deadline = (datetime.now(timezone.utc) + timedelta(hours=deadline_hours)).isoformat()
 
     async def wait_on(namespace: str, name: str) -> None:
-        trigger = TFJobTrigger(name=name, namespace=namespace, uid=uids[f"{namespace}/{name}"])
+        trigger = TFJobTrigger(
+            name=name, namespace=namespace, uid=uids[f"{namespace}/{name}"], deadline=deadline
+        )
         event = await anext(trigger.run())
         received[f"{namespace}/{name}"] = time.time()
         status = str(event.payload["status"])
@@ -305,7 +313,14 @@ def _print_allocations(snapshot: tracemalloc.Snapshot, jobs: int) -> None:
 
 
 def run_scale(
-    jobs: int, *, namespaces: int, steady: float, rate: float, burst: bool, profile: bool = False
+    jobs: int,
+    *,
+    namespaces: int,
+    steady: float,
+    rate: float,
+    burst: bool,
+    profile: bool = False,
+    deadline_hours: float | None = None,
 ) -> ScaleFigures:
     import tempfile
 
@@ -338,6 +353,7 @@ def run_scale(
                     rate=rate,
                     burst=burst,
                     profile=profile,
+                    deadline_hours=deadline_hours,
                 )
             )
             return ScaleFigures(
@@ -409,7 +425,7 @@ def worker_wait(spec: str) -> None:
     namespace, name, uid = spec.split("/")
     client = TFJobHook(namespace=namespace).client
     print("ready", flush=True)
-    outcome = wait_in_worker(client, WaitTarget(name=name, namespace=namespace, uid=uid), poll_interval=10.0)
+    outcome = wait_in_worker(client, WaitTarget(name=name, namespace=namespace, uid=uid))
     print(json.dumps({"received": time.time(), "status": outcome.status}), flush=True)
 
 
@@ -470,12 +486,39 @@ def run_worker_mode(jobs: int, *, steady: float) -> None:
     statuses: dict[str, int] = {}
     for end in ends:
         statuses[end["status"]] = statuses.get(end["status"], 0) + 1
+    heartbeat_ms = heartbeat_cpu_ms()
+    per_minute_ms = cpu / (jobs * window / 60) * 1000
     print(
         f"worker mode: N={jobs} waiting tasks, one process each, events {statuses}\n"
         f"  per waiting task: RSS {statistics.median(rss):.0f} MB (median; total {sum(rss):.0f} MB), "
         f"{statistics.median(threads):.0f} threads (main + watch feed + client pool)\n"
         f"  steady ({window:.0f} s): {requests / jobs / (window / 60):.3f} requests/job/minute, CPU "
         f"{cpu / (jobs * window / 60) * 1000:.2f} s per 1,000 job-minutes\n"
+        f"  the waiting task's own CPU: {per_minute_ms:.2f} ms per job-minute, beside Airflow's heartbeat: "
+        f"{heartbeat_ms:.2f} ms per heartbeat on the supervisor's side alone (one every "
+        f"{HEARTBEAT_SECONDS:.0f} s: {heartbeat_ms * 60 / HEARTBEAT_SECONDS:.2f} ms per job-minute, before "
+        "the network and the API server's database write)\n"
         f"  detection latency: p50 {statistics.median(latencies) * 1000:.1f} ms   "
         f"p99 {_percentile(latencies, 0.99) * 1000:.1f} ms   max {max(latencies) * 1000:.1f} ms"
     )
+
+
+#: ``[workers] min_heartbeat_interval``: how often Airflow's supervisor heartbeats a running task.
+HEARTBEAT_SECONDS = 5.0
+
+
+def heartbeat_cpu_ms(count: int = 2000) -> float:
+    """CPU ms of one task heartbeat on the supervisor's side: Airflow's own execution API client
+    building and sending ``PUT task-instances/{id}/heartbeat`` through its ``dry_run`` transport
+    (no network, no API server), measured over ``count`` calls."""
+    import uuid
+
+    from airflow.sdk.api.client import Client
+
+    client = Client(base_url=None, dry_run=True, token="")
+    ti_id, pid = uuid.uuid4(), os.getpid()
+    client.task_instances.heartbeat(ti_id, pid=pid)  # warm up
+    started = _cpu()
+    for _ in range(count):
+        client.task_instances.heartbeat(ti_id, pid=pid)
+    return (_cpu() - started) / count * 1000

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any, Final
 
+from tfjob_provider._policy.next_change import next_change
 from tfjob_provider._policy.observation import Observation, PodEntry, observe
 from tfjob_provider._policy.pods import (
     Cause,
@@ -110,6 +111,7 @@ __all__ = [
     "Verdict",
     "VerdictState",
     "decide",
+    "decide_with_next_change",
     "has_operator_status",
     "startup_timeout",
     "tfjob_deleted",
@@ -132,6 +134,37 @@ def decide(
     the provider's fail-fast improvements (see ``docs/concepts/rules.md``).  Never raises on malformed
     ``tfjob`` or ``pods``; a ``rules`` or ``now`` of the wrong type is a programming error.
     """
+    return _judgement(tfjob, pods, now=now, rules=rules).verdict()
+
+
+def decide_with_next_change(
+    tfjob: Mapping[str, Any],
+    pods: Sequence[Mapping[str, Any]],
+    *,
+    now: datetime | None = None,
+    rules: Rules | None = None,
+) -> tuple[Verdict, datetime | None]:
+    """:func:`decide`, and the earliest instant at which the clock alone changes its verdict.
+
+    The instant (aware UTC) is when a time-based rule comes due for these same pods and TFJob;
+    None when none can (always None for a terminal verdict).  Waiters sleep until it or the next
+    watch event, whichever comes first (``docs/concepts/timers.md``).
+    """
+    judgement = _judgement(tfjob, pods, now=now, rules=rules)
+    verdict = judgement.verdict()
+    changes_at = next_change(
+        judgement.job, judgement.seen, judgement.rules, now=judgement.now, verdict=verdict
+    )
+    return verdict, changes_at
+
+
+def _judgement(
+    tfjob: Mapping[str, Any],
+    pods: Sequence[Mapping[str, Any]],
+    *,
+    now: datetime | None,
+    rules: Rules | None,
+) -> _Judgement:
     if rules is None:
         rules = _DEFAULT_RULES
     elif not isinstance(rules, Rules):
@@ -146,7 +179,7 @@ def decide(
     job = read_tfjob(tfjob)
     seen = observe(job, pods, keep_restarted=rules.fail_on_worker_failure)
     replicas = _summaries(job, seen)
-    return _Judgement(job, seen, rules, now, replicas).verdict()
+    return _Judgement(job, seen, rules, now, replicas)
 
 
 #: Start of the ``StartupTimeout`` message when nothing ever wrote a status on the TFJob.

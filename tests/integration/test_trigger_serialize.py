@@ -61,7 +61,7 @@ def test_serialize_defaults_and_round_trip_through_json() -> None:
         "deadline_name": "timeout",
         "startup_timeout": None,
         "rules": None,
-        "poll_interval": 10.0,
+        "poll_interval": None,  # no safety re-check: timers from the verdict engine
         "cancel_on_kill": True,
         "wait_for_existence": False,
     }

@@ -9,7 +9,6 @@ import pytest
 
 from tests.unit.factories import JOB_NAME, JOB_UID, NAMESPACE, NOW, condition, make_pod, make_tfjob
 from tfjob_provider._outcome.wait import (
-    MIN_RECHECK_SECONDS,
     WaitOutcome,
     WaitTarget,
     earliest_deadline,
@@ -167,13 +166,31 @@ def test_timeout_reports_the_state_seen_on_the_fresh_read() -> None:
     assert outcome.verdict is not None and outcome.verdict.state is VerdictState.RUNNING
 
 
-def test_recheck_pause_is_bounded_by_interval_deadline_and_startup_window() -> None:
-    job = make_tfjob({"Chief": 1}, conditions=[], start_time=None)
-    assert target().seconds_until_recheck(job, now=NOW, interval=10) == 10
-    assert target(deadline=NOW + timedelta(seconds=3)).seconds_until_recheck(job, now=NOW, interval=10) == 3
-    assert target(startup_timeout=11 * 60 + 2).seconds_until_recheck(job, now=NOW, interval=10) == 2
-    past = target(deadline=NOW - timedelta(seconds=5))
-    assert past.seconds_until_recheck(job, now=NOW, interval=10) == MIN_RECHECK_SECONDS
+def test_assess_wakes_at_the_earliest_of_deadline_and_startup_window_and_never_without_either() -> None:
+    job = make_tfjob({"Chief": 1}, conditions=[], start_time=None)  # NotReconciled: no rule of the engine
+    assert target().assess(job, [], now=NOW) == (None, None)
+    assert target(deadline=NOW + timedelta(seconds=3)).assess(job, [], now=NOW) == (
+        None,
+        NOW + timedelta(seconds=3),
+    )
+    startup_ends = CREATED + timedelta(seconds=11 * 60 + 2)
+    assert target(startup_timeout=11 * 60 + 2).assess(job, [], now=NOW) == (None, startup_ends)
+    both = target(startup_timeout=11 * 60 + 2, deadline=NOW + timedelta(hours=1))
+    assert both.assess(job, [], now=NOW)[1] == startup_ends
+    outcome, wake_at = both.assess(job, [], now=startup_ends)
+    assert outcome is not None and outcome.verdict is not None
+    assert (outcome.verdict.reason, wake_at) == (REASON_STARTUP_TIMEOUT, None)
+    assert both.judge(job, [], now=startup_ends - timedelta(microseconds=1)) is None
+
+
+def test_assess_of_a_missing_tfjob_wakes_at_the_deadline_only_while_waiting_for_it_to_exist() -> None:
+    deadline = NOW + timedelta(minutes=5)
+    assert target(uid=None, wait_for_existence=True, deadline=deadline).assess(None, [], now=NOW) == (
+        None,
+        deadline,
+    )
+    outcome, wake_at = target(deadline=deadline).assess(None, [], now=NOW)
+    assert outcome is not None and outcome.status == "failed" and wake_at is None
 
 
 def test_outcome_event_round_trips_through_json() -> None:

@@ -81,3 +81,16 @@ async def test_waiting_creates_no_task() -> None:
     assert len(asyncio.all_tasks()) == before + 1  # the waiter itself, nothing inside it
     subscription._publish(snapshot())
     assert await waiting is not None
+
+
+@in_loop
+async def test_without_a_timeout_only_a_snapshot_or_a_wake_ends_the_wait() -> None:
+    subscription = Subscription(KEY)
+    loop = asyncio.get_running_loop()
+    loop.call_later(0.3, subscription.wake)  # what a due WallClockAlarms alarm does
+    started = time.monotonic()
+    assert await subscription.next_within(None) is None
+    assert time.monotonic() - started >= 0.29
+    published = snapshot()
+    loop.call_later(0.05, subscription._publish, published)
+    assert await subscription.next_within(None) is published

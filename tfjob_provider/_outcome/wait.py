@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any, Final, Literal, get_args
 
 from tfjob_provider._outcome.outputs import deciding_pod, termination_message
@@ -19,6 +19,7 @@ from tfjob_provider.policy import (
     Verdict,
     VerdictState,
     decide,
+    decide_with_next_change,
     startup_timeout,
     tfjob_deleted,
 )
@@ -48,8 +49,6 @@ OUTCOME_STATUSES: Final[tuple[str, ...]] = get_args(OutcomeStatus)
 #: condition before it acts on pods because of it (cleanPodPolicy deletions), so a TFJob read after
 #: the pods is at least as new as every pod change it caused.
 FRESH_READ_ORDER: Final = ("pods", "tfjob")
-#: Shortest pause between two re-evaluations of an unchanged snapshot (keeps a loop from spinning).
-MIN_RECHECK_SECONDS: Final = 0.05
 
 
 def utc_now() -> datetime:
@@ -296,40 +295,52 @@ class WaitTarget:
         The deadline is *not* applied here: when :meth:`deadline_passed`, read the state afresh,
         call this again, and only if it still returns None report :meth:`timed_out`.
         """
+        return self.assess(tfjob, pods, now=now, deleted=deleted)[0]
+
+    def assess(
+        self,
+        tfjob: Mapping[str, Any] | None,
+        pods: Sequence[Mapping[str, Any]],
+        *,
+        now: datetime,
+        deleted: bool = False,
+    ) -> tuple[WaitOutcome | None, datetime | None]:
+        """:meth:`judge`, and when the clock alone could end the wait on this same state.
+
+        The instant is the earliest of the verdict's next change
+        (:func:`~tfjob_provider.policy.decide_with_next_change`), the end of the startup window and
+        the deadline; None when only a change of the TFJob or its pods can end the wait.
+        """
         if tfjob is None:
             if deleted or self.uid is not None or not self.wait_for_existence:
-                return self.deleted()
-            return None
+                return self.deleted(), None
+            return None, self.deadline
         current_uid = uid_of(tfjob)
         if self.uid is not None and current_uid is not None and current_uid != self.uid:
-            return self.deleted(replaced_by=current_uid)
-        verdict = decide(tfjob, pods, now=now, rules=self.effective_rules())
+            return self.deleted(replaced_by=current_uid), None
+        verdict, changes_at = decide_with_next_change(tfjob, pods, now=now, rules=self.effective_rules())
         if _metadata(tfjob).get("deletionTimestamp") and not (verdict.terminal and verdict.operator_finished):
             # Being deleted: its pods are killed *because of* the deletion (and a chief that exits
             # 0 on SIGTERM would look like success), so only an outcome the training operator had
             # written before the deletion (e.g. Succeeded, then ttlSecondsAfterFinished) stands.
-            return self.deleted()
+            return self.deleted(), None
         if verdict.state is VerdictState.SUCCEEDED:
-            return self._outcome("success", verdict.message, tfjob=tfjob, verdict=verdict, pods=pods)
+            return self._outcome("success", verdict.message, tfjob=tfjob, verdict=verdict, pods=pods), None
         if verdict.state is VerdictState.FAILED:
-            return self._outcome("failed", verdict.message, tfjob=tfjob, verdict=verdict, pods=pods)
-        waited = self._seconds_since_creation(tfjob, now)
-        if (
-            verdict.state is VerdictState.PENDING
-            and self.startup_timeout is not None
-            and waited is not None
-            and waited >= self.startup_timeout
-        ):
+            return self._outcome("failed", verdict.message, tfjob=tfjob, verdict=verdict, pods=pods), None
+        startup_ends = self._startup_ends(tfjob) if verdict.state is VerdictState.PENDING else None
+        if startup_ends is not None and now >= startup_ends:
+            assert self.startup_timeout is not None
             failed = startup_timeout(
                 tfjob,
                 pods,
                 progress=verdict,
-                waited=waited,
+                waited=self._seconds_since_creation(tfjob, now) or 0.0,
                 limit=self.startup_timeout,
                 where=f"TFJob {self.namespace}/{self.name}",
             )
-            return self._outcome("failed", failed.message, tfjob=tfjob, verdict=failed, pods=pods)
-        return None
+            return self._outcome("failed", failed.message, tfjob=tfjob, verdict=failed, pods=pods), None
+        return None, earliest(changes_at, startup_ends, self.deadline)
 
     def needs_confirmation(self, outcome: WaitOutcome | None) -> bool:
         """Whether ``outcome`` must be confirmed on a fresh read (:meth:`confirm`) before it ends the wait.
@@ -405,22 +416,21 @@ class WaitTarget:
             return None
         return None if created is None else (now - created).total_seconds()
 
-    def seconds_until_recheck(
-        self, tfjob: Mapping[str, Any] | None, *, now: datetime, interval: float
-    ) -> float:
-        """How long an unchanged snapshot may rest before time alone could change the outcome.
+    def _startup_ends(self, tfjob: Mapping[str, Any]) -> datetime | None:
+        """When the startup window closes (creation + ``startup_timeout``), if there is one."""
+        if self.startup_timeout is None:
+            return None
+        try:
+            created = parse_utc(_metadata(tfjob).get("creationTimestamp"))
+        except (TypeError, ValueError):
+            return None
+        return None if created is None else created + timedelta(seconds=self.startup_timeout)
 
-        Bounded by ``interval`` (time-based rules inside the verdict: pending timeouts,
-        ``activeDeadlineSeconds``), the deadline, and the end of the startup window.
-        """
-        wait = interval
-        if self.deadline is not None:
-            wait = min(wait, (self.deadline - now).total_seconds())
-        if tfjob is not None and self.startup_timeout is not None:
-            waited = self._seconds_since_creation(tfjob, now)
-            if waited is not None and waited < self.startup_timeout:
-                wait = min(wait, self.startup_timeout - waited)
-        return max(wait, MIN_RECHECK_SECONDS)
+
+def earliest(*moments: datetime | None) -> datetime | None:
+    """The earliest of ``moments`` that are known; None when none is."""
+    known = [moment for moment in moments if moment is not None]
+    return min(known) if known else None
 
 
 __all__ = [
@@ -430,6 +440,7 @@ __all__ = [
     "OutcomeStatus",
     "WaitOutcome",
     "WaitTarget",
+    "earliest",
     "earliest_deadline",
     "format_utc",
     "has_succeeded",

@@ -60,8 +60,13 @@ class Subscription:
         assert self._latest is not None
         return self._latest
 
-    async def next_within(self, timeout: float) -> JobSnapshot | None:
-        """The next snapshot, or ``None`` when none arrives within ``timeout`` seconds.
+    def wake(self) -> None:
+        """End a pending :meth:`next_within` now (it returns None unless a snapshot is new)."""
+        self._changed.set()
+
+    async def next_within(self, timeout: float | None) -> JobSnapshot | None:
+        """The next snapshot, or ``None`` when none arrives within ``timeout`` seconds (None: no
+        limit) or :meth:`wake` is called first.
 
         Why not ``asyncio.wait_for(subscription.__anext__(), timeout)``: it wraps the wait in a
         new Task each time (with its coroutine, context and registry entry), and a triggerer
@@ -71,11 +76,14 @@ class Subscription:
         """
         if self._delivered == self._version and self._error is None:
             self._changed.clear()
-            timer = asyncio.get_running_loop().call_later(max(0.0, timeout), self._changed.set)
-            try:
+            if timeout is None:
                 await self._changed.wait()
-            finally:
-                timer.cancel()
+            else:
+                timer = asyncio.get_running_loop().call_later(max(0.0, timeout), self._changed.set)
+                try:
+                    await self._changed.wait()
+                finally:
+                    timer.cancel()
         if self._delivered == self._version:
             if self._error is not None:
                 raise self._error

@@ -5,11 +5,14 @@ one-slot mailbox (docs/adr/0019-worker-wait-in-a-thread.md).
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from tfjob_provider._airflow.carrying_out import judge_confirmed, read_job
-from tfjob_provider._outcome.wait import WaitOutcome, WaitTarget, utc_now
+from tfjob_provider._airflow.carrying_out import read_job
+from tfjob_provider._outcome.wait import WaitOutcome, WaitTarget, earliest, utc_now
+from tfjob_provider._outcome.wait_clock import sleep_seconds
 from tfjob_provider.kube.errors import KubeApiError
 
 if TYPE_CHECKING:
@@ -35,6 +38,7 @@ class SnapshotFeed:
         self._thread = threading.Thread(target=self._run, name=f"tfjob-watch-{name}", daemon=True)
 
     def start(self) -> None:
+        _RUNNING_FEEDS.add(self)
         self._thread.start()
 
     def _run(self) -> None:
@@ -62,19 +66,28 @@ class SnapshotFeed:
         with self._lock:
             return self._latest
 
-    def wait(self, seconds: float) -> None:
-        """Block until a new snapshot arrives, the feed ends, or ``seconds`` pass."""
+    def wait(self, seconds: float | None) -> None:
+        """Block until a new snapshot arrives, the feed ends, :meth:`wake` is called, or ``seconds``
+        pass (None: no limit)."""
         self._changed.wait(seconds)
 
+    def wake(self) -> None:
+        self._changed.set()
+
     def stop(self) -> None:
+        _RUNNING_FEEDS.discard(self)
         self._stopping.set()
+
+
+#: The feeds of the worker waits running in this process (one, in an Airflow task process).
+_RUNNING_FEEDS: weakref.WeakSet[SnapshotFeed] = weakref.WeakSet()
 
 
 def wait_in_worker(
     client: SyncTFJobClient,
     target: WaitTarget,
     *,
-    poll_interval: float,
+    poll_interval: float | None = None,
     on_snapshot: Callable[[JobSnapshot], None] | None = None,
     interrupted: Callable[[], str | None] | None = None,
 ) -> WaitOutcome:
@@ -112,22 +125,25 @@ def _wait(
     target: WaitTarget,
     feed: SnapshotFeed,
     *,
-    poll_interval: float,
+    poll_interval: float | None,
     on_snapshot: Callable[[JobSnapshot], None] | None,
     interrupted: Callable[[], str | None] | None,
 ) -> WaitOutcome:
     last: JobSnapshot | None = None
+    wake_at = target.deadline  # when time alone may change the outcome of ``last``
     while True:
         ended, error = feed.ended, feed.error  # read before the snapshot: never miss the last one
         snapshot = feed.take()
         now = utc_now()
-        if snapshot is not None:
+        if snapshot is not None and (snapshot is not last or (wake_at is not None and now >= wake_at)):
             if snapshot is not last and on_snapshot is not None:
                 on_snapshot(snapshot)
             last = snapshot
-            outcome = judge_confirmed(client, target, snapshot.tfjob, snapshot.pods, deleted=snapshot.deleted)
+            outcome, wake_at = _judge(client, target, snapshot)
             if outcome is not None:
                 return outcome.with_recreations(snapshot.recreations)
+            if poll_interval is not None:
+                wake_at = earliest(wake_at, utc_now() + timedelta(seconds=poll_interval))
         if error is not None:
             message = error.message if isinstance(error, KubeApiError) else str(error)
             return target.error(f"watching TFJob {target.namespace}/{target.name} failed: {message}")
@@ -141,8 +157,29 @@ def _wait(
             now = utc_now()
             outcome = target.judge(tfjob, pods, now=now) or target.timed_out(tfjob, pods, now=now)
             return outcome.with_recreations(last.recreations if last is not None else {})
-        tfjob = snapshot.tfjob if snapshot is not None else None
-        feed.wait(target.seconds_until_recheck(tfjob, now=now, interval=poll_interval))
+        # Asleep until the next snapshot or the instant time alone may change the outcome, looking
+        # at the wall clock at least every CLOCK_CHECK_SECONDS meanwhile (nothing is judged then).
+        feed.wait(sleep_seconds(wake_at, utc_now()))
 
 
-__all__ = ["SnapshotFeed", "wait_in_worker"]
+def _judge(
+    client: SyncTFJobClient, target: WaitTarget, snapshot: JobSnapshot
+) -> tuple[WaitOutcome | None, datetime | None]:
+    """The outcome of ``snapshot`` (confirmed on a fresh read when needed), and when to judge again."""
+    outcome, wake_at = target.assess(snapshot.tfjob, snapshot.pods, now=utc_now(), deleted=snapshot.deleted)
+    if not target.needs_confirmation(outcome):
+        return outcome, wake_at
+    assert outcome is not None
+    tfjob, pods = read_job(client, name=target.name, namespace=target.namespace)
+    now = utc_now()
+    confirmed = target.confirm(outcome, tfjob, pods, now=now)
+    return (confirmed, None) if confirmed is not None else target.assess(tfjob, pods, now=now)
+
+
+def wake_worker_waits() -> None:
+    """Wake every worker wait of this process now (``on_kill``: the wait then ends at once)."""
+    for feed in list(_RUNNING_FEEDS):
+        feed.wake()
+
+
+__all__ = ["SnapshotFeed", "wait_in_worker", "wake_worker_waits"]

@@ -64,7 +64,7 @@ from tfjob_provider.manifest import (
 from tfjob_provider.naming import job_name_for, stamp_identity
 from tfjob_provider.operators._log_streaming import LogStreamer, print_deciding_log
 from tfjob_provider.operators._submission import Submission, TaskIdentity, submit_or_adopt
-from tfjob_provider.operators._worker_wait import wait_in_worker
+from tfjob_provider.operators._worker_wait import wait_in_worker, wake_worker_waits
 from tfjob_provider.policy import Rules, decide
 from tfjob_provider.triggers.tfjob import TFJobTrigger
 
@@ -161,8 +161,9 @@ class TFJobOperator(FailFastTemplates, BaseOperator):
     :param wait_for_completion: wait for the outcome; False returns right after submission.
     :param deferrable: wait in the triggerer instead of the worker; default from
         ``[operators] default_deferrable``.
-    :param poll_interval: seconds between re-evaluations of an unchanged state (time-based rules
-        such as pending timeouts); changes themselves arrive through a watch at once.
+    :param poll_interval: None (default): the wait judges the TFJob when it or its pods change
+        (a watch) and when a time-based rule comes due (``docs/concepts/timers.md``).  A number: also
+        re-judge an unchanged state at least this often, as a safety net (no API request).
     :param startup_timeout: seconds from the TFJob's creation within which a training operator
         must reconcile it and its replicas must leave Pending (also each replica's Pending limit
         unless ``rules`` sets ``pending_timeout``); None: wait forever.
@@ -255,7 +256,7 @@ class TFJobOperator(FailFastTemplates, BaseOperator):
         job_name: str | None = None,
         wait_for_completion: bool = True,
         deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
-        poll_interval: float = 10.0,
+        poll_interval: float | timedelta | None = None,
         startup_timeout: float | timedelta | None = 600.0,
         timeout: float | timedelta | None = None,
         rules: Rules | Mapping[str, Any] | None = None,
@@ -316,7 +317,7 @@ class TFJobOperator(FailFastTemplates, BaseOperator):
         self.job_name = job_name
         self.wait_for_completion = wait_for_completion
         self.deferrable = deferrable
-        self.poll_interval = seconds(poll_interval, field="poll_interval") or 10.0
+        self.poll_interval = seconds(poll_interval, field="poll_interval") or None
         self.startup_timeout = seconds(startup_timeout, field="startup_timeout")
         self.timeout = seconds(timeout, field="timeout")
         self.rules = rules
@@ -570,6 +571,7 @@ class TFJobOperator(FailFastTemplates, BaseOperator):
     def on_kill(self) -> None:
         """The task is being killed (or timed out in the worker): delete the TFJob if ``cancel_on_kill``."""
         self._killed = "the task was killed while waiting for its TFJob"
+        wake_worker_waits()
         if not self.cancel_on_kill or self._job is None:
             return
         name, namespace, uid = self._job

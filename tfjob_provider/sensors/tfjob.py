@@ -53,8 +53,9 @@ class TFJobSensor(FailFastTemplates, BaseSensorOperator):
     :param deferrable: wait in the triggerer; default from ``[operators] default_deferrable``.
     :param dashboard_url_template: URL template of the "TFJob" extra link (see the operator).
 
-    The usual sensor parameters apply: ``poke_interval`` (default 30 s; also the trigger's
-    re-evaluation interval), ``timeout``, ``mode``, ``soft_fail``.
+    The usual sensor parameters apply: ``poke_interval`` (default 30 s; poke and reschedule
+    modes only: deferred, the trigger judges on every change and when a time-based rule comes
+    due, ``docs/concepts/timers.md``), ``timeout``, ``mode``, ``soft_fail``.
     """
 
     template_fields = ("job_name", "namespace", "kubernetes_conn_id")
@@ -155,7 +156,6 @@ class TFJobSensor(FailFastTemplates, BaseSensorOperator):
             deadline_name="timeout",
             startup_timeout=self.startup_timeout,
             rules=(target.rules or Rules()).to_dict(),
-            poll_interval=self.poke_interval,
             cancel_on_kill=False,
             wait_for_existence=True,
         )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Mapping, Sequence
+from datetime import datetime, timedelta
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -15,11 +16,13 @@ from tfjob_provider._outcome.wait import (
     SETTLE_SECONDS,
     WaitOutcome,
     WaitTarget,
+    earliest,
     has_succeeded,
     parse_utc,
     uid_of,
     utc_now,
 )
+from tfjob_provider._outcome.wait_clock import WallClockAlarms
 from tfjob_provider.hooks.tfjob import TFJobHook
 from tfjob_provider.kube import operations as ops
 from tfjob_provider.kube.errors import KubeApiError, NotFoundError
@@ -62,8 +65,9 @@ class TFJobTrigger(BaseTrigger):
         operator must have written its status and the replicas must have left Pending; None: no
         limit.
     :param rules: :class:`~tfjob_provider.policy.Rules` as a dict (``Rules.to_dict()``), or None.
-    :param poll_interval: seconds between re-evaluations of an unchanged state (time-based rules
-        such as pending timeouts and ``activeDeadlineSeconds``); no API request is made for them.
+    :param poll_interval: None (default): judge only when the TFJob or its pods change or a
+        time-based rule comes due (``docs/concepts/timers.md``).  A number: also re-judge an unchanged
+        state at least this often, as a safety net (no API request is made for it).
     :param cancel_on_kill: delete the TFJob in :meth:`on_kill` (a user killed the task).
     :param wait_for_existence: a TFJob that does not exist yet is waited for (the sensor).
     """
@@ -79,7 +83,7 @@ class TFJobTrigger(BaseTrigger):
         deadline_name: str = "timeout",
         startup_timeout: float | None = None,
         rules: Mapping[str, Any] | None = None,
-        poll_interval: float = 10.0,
+        poll_interval: float | None = None,
         cancel_on_kill: bool = True,
         wait_for_existence: bool = False,
     ) -> None:
@@ -92,7 +96,7 @@ class TFJobTrigger(BaseTrigger):
         self.deadline_name = deadline_name
         self.startup_timeout = None if startup_timeout is None else float(startup_timeout)
         self.rules = None if rules is None else dict(rules)
-        self.poll_interval = float(poll_interval)
+        self.poll_interval = None if poll_interval is None else float(poll_interval)
         self.cancel_on_kill = cancel_on_kill
         self.wait_for_existence = wait_for_existence
 
@@ -154,25 +158,37 @@ class TFJobTrigger(BaseTrigger):
         yield TriggerEvent(outcome.to_event())  # type: ignore[no-untyped-call]
 
     async def _wait(self, target: WaitTarget) -> WaitOutcome:
+        alarms = WallClockAlarms.of(asyncio.get_running_loop())
         async with (
             self.hook.async_client_lease() as client,
             SharedJobWatch.subscribe(client, name=self.name, namespace=self.namespace) as subscription,
         ):
             snapshot: JobSnapshot | None = None
+            arrived = False  # whether ``snapshot`` just came from the watch (else: a timer is due)
+            wake_at = target.deadline
             while True:
-                now = utc_now()
                 if snapshot is not None:
-                    snapshot = await self._settle(target, snapshot, subscription)
-                    outcome = await self._judge(client, target, snapshot)
+                    if arrived:  # an unchanged snapshot judged at a rule's instant has nothing to wait for
+                        snapshot = await self._settle(target, snapshot, subscription)
+                    outcome, wake_at = await self._judge(client, target, snapshot)
                     if outcome is not None:
                         return outcome.with_recreations(snapshot.recreations)
+                now = utc_now()
                 if target.deadline_passed(now):
                     outcome = await self._at_deadline(client, target, snapshot)
                     return outcome.with_recreations(snapshot.recreations if snapshot is not None else {})
-                tfjob = snapshot.tfjob if snapshot is not None else None
-                pause = target.seconds_until_recheck(tfjob, now=now, interval=self.poll_interval)
-                # On a timeout, time alone may have changed the outcome: judge the same snapshot again.
-                snapshot = await subscription.next_within(pause) or snapshot
+                if self.poll_interval is not None:
+                    wake_at = earliest(wake_at, now + timedelta(seconds=self.poll_interval))
+                # Asleep until the next snapshot or until time alone may change the outcome; then
+                # the same snapshot is judged again.
+                alarm = None if wake_at is None else alarms.at(wake_at, subscription.wake)
+                try:
+                    newer = await subscription.next_within(None)
+                    arrived = newer is not None
+                    snapshot = newer or snapshot
+                finally:
+                    if alarm is not None:
+                        alarm.cancel()
 
     async def _settle(
         self, target: WaitTarget, snapshot: JobSnapshot, subscription: Subscription
@@ -193,17 +209,23 @@ class TFJobTrigger(BaseTrigger):
 
     async def _judge(
         self, client: AsyncTFJobClient, target: WaitTarget, snapshot: JobSnapshot
-    ) -> WaitOutcome | None:
+    ) -> tuple[WaitOutcome | None, datetime | None]:
+        """The outcome of ``snapshot`` (confirmed when needed), and when to judge it again."""
         if snapshot.tfjob is None and not snapshot.deleted and not target.wait_for_existence:
             # The shared watch has not seen this job (yet): only the API server can say whether it
             # was deleted before we subscribed or is merely not delivered yet.
             tfjob, pods = await self._read(client)
-            return target.judge(tfjob, pods, now=utc_now())
-        outcome = target.judge(snapshot.tfjob, snapshot.pods, now=utc_now(), deleted=snapshot.deleted)
+            return target.assess(tfjob, pods, now=utc_now())
+        outcome, wake_at = target.assess(
+            snapshot.tfjob, snapshot.pods, now=utc_now(), deleted=snapshot.deleted
+        )
         if target.needs_confirmation(outcome):
+            assert outcome is not None
             tfjob, pods = await self._read(client)
-            return target.confirm(outcome, tfjob, pods, now=utc_now())
-        return outcome
+            now = utc_now()
+            confirmed = target.confirm(outcome, tfjob, pods, now=now)
+            return (confirmed, None) if confirmed is not None else target.assess(tfjob, pods, now=now)
+        return outcome, wake_at
 
     async def _read(
         self, client: AsyncTFJobClient
