@@ -612,6 +612,13 @@
     byId("log-download").addEventListener("click", downloadLog);
     byId("log-pod").addEventListener("change", showLog);
     byId("log-lines").addEventListener("change", showLog);
+    let resizing = null;
+    window.addEventListener("resize", function () {
+      clearTimeout(resizing);
+      resizing = setTimeout(function () {
+        if (state.view && !byId("timeline").hidden) renderTimeline(state.view);
+      }, 150);
+    });
     refresh();
   }
 
