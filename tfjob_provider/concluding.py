@@ -18,6 +18,7 @@ is noted in the report, never allowed to replace the real failure.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -39,6 +40,8 @@ from tfjob_provider.kube.errors import (
     TFJobNotServedError,
 )
 from tfjob_provider.reporting import MAX_CULPRIT_LOGS, failure_report, logs_to_fetch
+from tfjob_provider.ui.record import XCOM_RECORD
+from tfjob_provider.ui.recording import gather_record
 from tfjob_provider.wait_outcome import WaitOutcome, WaitTarget, has_succeeded, uid_of, utc_now
 
 if TYPE_CHECKING:
@@ -111,8 +114,15 @@ class translated_api_errors:
         raise AirflowException(f"{self.task_id}: Kubernetes API request failed: {error.message}") from error
 
 
-def gather_failure_report(client: SyncTFJobClient, outcome: WaitOutcome, *, log_tail_lines: int) -> str:
-    """Fetch pods, culprit log tails and events, and word the culprit-first failure report."""
+def gather_failure_report(
+    client: SyncTFJobClient,
+    outcome: WaitOutcome,
+    *,
+    log_tail_lines: int,
+    kept_logs: dict[str, str] | None = None,
+) -> str:
+    """Fetch pods, culprit log tails and events, and word the culprit-first failure report;
+    the log tails are also put in ``kept_logs`` (for the ``tfjob_record``)."""
     assert outcome.verdict is not None
     verdict = outcome.verdict
     notes: list[str] = []
@@ -133,6 +143,8 @@ def gather_failure_report(client: SyncTFJobClient, outcome: WaitOutcome, *, log_
                 )
             except KubeApiError as error:
                 notes.append(f"(could not read the log of {wanted.pod}: {error.message})")
+    if kept_logs is not None:
+        kept_logs.update(logs)
     try:
         events = client.list_events(
             namespace=outcome.namespace,
@@ -228,12 +240,16 @@ def decide_ending(
     on_finish_action: OnFinishAction = "keep",
     soft_fail: bool = False,
     log_tail_lines: int = 100,
+    observed: Mapping[str, Any] | None = None,
+    try_number: int | None = None,
 ) -> tuple[WaitOutcome, Ending]:
     """Gather what :func:`~tfjob_provider.ending.conclude` needs (fresh read, failure report) and
-    decide; returns the outcome actually concluded (it may be newer than ``outcome``)."""
+    decide; returns the outcome actually concluded (it may be newer than ``outcome``).  The
+    ending's XComs include the ``tfjob_record`` (``observed``: what the waiter last saw)."""
     outcome, unread = settle(client, target, outcome)
+    logs: dict[str, str] = {}
     report = (
-        gather_failure_report(client, outcome, log_tail_lines=log_tail_lines)
+        gather_failure_report(client, outcome, log_tail_lines=log_tail_lines, kept_logs=logs)
         if needs_report(outcome)
         else None
     )
@@ -245,7 +261,16 @@ def decide_ending(
         report=report,
         state_unread=unread,
     )
-    return outcome, ending
+    record = gather_record(
+        client,
+        target,
+        outcome,
+        observed=observed,
+        logs=logs,
+        try_number=try_number,
+        cluster_readable=unread is None,
+    )
+    return outcome, replace(ending, xcoms={**ending.xcoms, XCOM_RECORD: record})
 
 
 def exception_for(ending: Ending, *, role: Role) -> BaseException:

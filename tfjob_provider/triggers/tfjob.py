@@ -32,6 +32,7 @@ from tfjob_provider.kube import operations as ops
 from tfjob_provider.kube.errors import KubeApiError, NotFoundError
 from tfjob_provider.kube.shared_watch import SharedJobWatch, Subscription
 from tfjob_provider.policy import Rules
+from tfjob_provider.ui.record import now_iso, observe
 from tfjob_provider.wait_outcome import (
     SETTLE_SECONDS,
     WaitOutcome,
@@ -62,7 +63,9 @@ class TFJobTrigger(BaseTrigger):
     ``{"status": "success"|"failed"|"timeout"|"error", "name", "namespace", "uid", "message",
     "verdict": <Verdict.to_dict()> | None, "start_time", "completion_time", "outputs_pod",
     "outputs_message", "recreations"}`` — a few KiB at most: the verdict carries at most 20 pod
-    names and the termination message at most 4097 characters.
+    names and the termination message at most 4097 characters — plus ``"observed"``, what the
+    watch last saw, for the task's ``tfjob_record`` (:func:`tfjob_provider.ui.record.observe`:
+    one short row per pod instance, at most 300).
 
     :param name: name of the TFJob.
     :param namespace: namespace of the TFJob.
@@ -111,6 +114,7 @@ class TFJobTrigger(BaseTrigger):
         self.poll_interval = float(poll_interval)
         self.cancel_on_kill = cancel_on_kill
         self.wait_for_existence = wait_for_existence
+        self._last_seen: JobSnapshot | None = None
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -167,7 +171,20 @@ class TFJobTrigger(BaseTrigger):
                     f"waiting for TFJob {self.namespace}/{self.name} failed: {describe_error(error)}"
                 )
         self.log.info("TFJob %s/%s: %s — %s", self.namespace, self.name, outcome.status, outcome.message)
-        yield TriggerEvent(outcome.to_event())  # type: ignore[no-untyped-call]
+        yield TriggerEvent({**outcome.to_event(), "observed": self._observed()})  # type: ignore[no-untyped-call]
+
+    def _observed(self) -> dict[str, Any] | None:
+        """What the watch last saw, for the task's ``tfjob_record``; None if it saw nothing."""
+        seen = self._last_seen
+        if seen is None:
+            return None
+        return observe(
+            seen.tfjob,
+            seen.pods,
+            earlier=seen.earlier,
+            earlier_dropped=seen.earlier_dropped,
+            decided_at=now_iso(),
+        )
 
     async def _wait(self, target: WaitTarget) -> WaitOutcome:
         async with (
@@ -178,7 +195,7 @@ class TFJobTrigger(BaseTrigger):
             while True:
                 now = utc_now()
                 if snapshot is not None:
-                    snapshot = await self._settle(target, snapshot, subscription)
+                    snapshot = self._last_seen = await self._settle(target, snapshot, subscription)
                     outcome = await self._judge(client, target, snapshot)
                     if outcome is not None:
                         return outcome.with_recreations(snapshot.recreations)
