@@ -110,3 +110,9 @@ kubernetes_asyncio.client.Configuration().connection_pool_maxsize
 from tfjob_provider.ui.data import LogTail  # noqa: E402
 
 LogTail.truncated
+
+# Airflow's plugins manager reads these (the airflow.plugins entry point names the class).
+from tfjob_provider.ui.plugin import TFJobPlugin  # noqa: E402
+
+TFJobPlugin.fastapi_apps
+TFJobPlugin.external_views

@@ -37,7 +37,9 @@ def require_browser() -> None:
     """Skip (or, under make test, fail) when Debian's chromium or chromium-driver is missing."""
     if CHROMIUM.exists() and CHROMEDRIVER.exists():
         return
-    reason = f"needs {CHROMIUM} and {CHROMEDRIVER}: run `make browser` (apt-get install chromium chromium-driver)"
+    reason = (
+        f"needs {CHROMIUM} and {CHROMEDRIVER}: run `make browser` (apt-get install chromium chromium-driver)"
+    )
     if os.environ.get("TFJOB_REQUIRE_BROWSER") == "1":
         pytest.fail(reason)
     pytest.skip(reason)

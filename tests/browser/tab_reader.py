@@ -10,7 +10,10 @@ from tests.browser.chromium import wait_until
 #: Collected in one round trip: the visible text of each part of the page.
 _READ = """
 const doc = arguments[0] || document;
-const text = (sel) => { const n = doc.querySelector(sel); return n && !n.closest('[hidden]') ? n.textContent : null; };
+const text = (sel) => {
+  const n = doc.querySelector(sel);
+  return n && !n.closest('[hidden]') ? n.textContent : null;
+};
 const all = (sel) => Array.from(doc.querySelectorAll(sel));
 return {
   status: doc.getElementById('tfjob').dataset.status,
@@ -49,7 +52,9 @@ def read_tab(driver: Any, *, in_iframe: bool) -> TabContent:
     """The tab's content once it has loaded (and, when it shows a TFJob, once its log is there)."""
     if in_iframe:
         frame = wait_until(
-            lambda: driver.find_element("css selector", "iframe[title='TFJob']"), timeout=60, what="the TFJob iframe"
+            lambda: driver.find_element("css selector", "iframe[title='TFJob']"),
+            timeout=60,
+            what="the TFJob iframe",
         )
         driver.switch_to.frame(frame)
 
@@ -63,7 +68,12 @@ def read_tab(driver: Any, *, in_iframe: bool) -> TabContent:
             return False
         status, log_status = state.split("|", 1)
         if status in ("live", "record"):
-            return " lines " in log_status or "may not" in log_status or "No replica" in log_status or "Could not" in log_status
+            return (
+                " lines " in log_status
+                or "may not" in log_status
+                or "No replica" in log_status
+                or "Could not" in log_status
+            )
         return True
 
     wait_until(loaded, timeout=60, what="the TFJob tab's content")

@@ -51,7 +51,9 @@ def test_hostile_text_from_the_cluster_is_shown_literally_and_runs_nothing(open_
     assert tab.log == f"before\n{SHOWN}\nafter"
     # The javascript: dashboard URL is not made a link.
     assert driver.execute_script("return document.querySelectorAll('a[href^=\"javascript\"]').length") == 0
-    hover = driver.execute_script("return Array.from(document.querySelectorAll('g.bar title')).map(t => t.textContent)")
+    hover = driver.execute_script(
+        "return Array.from(document.querySelectorAll('g.bar title')).map(t => t.textContent)"
+    )
     assert any(SHOWN in title for title in hover)
 
 
@@ -66,13 +68,17 @@ def test_a_large_tfjob_starts_with_its_big_group_collapsed(open_tab: Any) -> Non
         for i in range(100)
     ]
     view["events"]["more"] = 93
-    view["events"]["items"].append({"time": at(30), "type": "Normal", "reason": "Middle", "object": "x", "message": "m"})
+    view["events"]["items"].append(
+        {"time": at(30), "type": "Normal", "reason": "Middle", "object": "x", "message": "m"}
+    )
     tab, driver = open_tab(StaticSource(view))
     open_groups = driver.execute_script(
         "return Array.from(document.querySelectorAll('details.group')).map(d => [d.dataset.type, d.open])"
     )
     assert open_groups == [["Chief", True], ["Worker", False], ["PS", True]]
-    summary = driver.execute_script("return document.querySelector('details.group[data-type=Worker] summary').textContent")
+    summary = driver.execute_script(
+        "return document.querySelector('details.group[data-type=Worker] summary').textContent"
+    )
     assert "100 replicas" in summary and "Worker 42 (culprit)" in summary
     # One lane stands for the 100 collapsed workers, with all their bars; one click opens them.
     assert sorted(tab.lanes) == ["Chief-0", "Worker-all"] and len(tab.lanes["Worker-all"]) == 100
@@ -84,4 +90,7 @@ def test_a_large_tfjob_starts_with_its_big_group_collapsed(open_tab: Any) -> Non
         "and 7 more replica slots not shown"
     )
     # Newest first, whatever order they came in.
-    assert [event.split("Z")[0][:19] for event in tab.events][:2] == ["2026-01-05 10:00:30", "2026-01-05 10:00:21"]
+    assert [event.split("Z")[0][:19] for event in tab.events][:2] == [
+        "2026-01-05 10:00:30",
+        "2026-01-05 10:00:21",
+    ]

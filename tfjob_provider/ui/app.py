@@ -7,7 +7,9 @@ the log lines the view carries).
 
 from __future__ import annotations
 
+import importlib
 import re
+import threading
 from importlib import resources
 from typing import Annotated, Any, Final, Protocol
 
@@ -31,17 +33,23 @@ _UNSAFE_FILENAME: Final = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 class LogTailLike(Protocol):
-    text: str
-    source: str
-    truncated: bool
+    @property
+    def text(self) -> str: ...
+    @property
+    def source(self) -> str: ...
+    @property
+    def truncated(self) -> bool: ...
 
 
 class ViewSource(Protocol):
     """What the endpoints read from: :mod:`tfjob_provider.ui.data` (tests give their own)."""
 
-    MAX_LOG_LINES: int
-    MAX_LOG_BYTES: int
-    UnknownPod: type[Exception]
+    @property
+    def MAX_LOG_LINES(self) -> int: ...
+    @property
+    def MAX_LOG_BYTES(self) -> int: ...
+    @property
+    def UnknownPod(self) -> type[Exception]: ...
 
     def build_view(
         self, *, dag_id: str, run_id: str, task_id: str, map_index: int, try_number: int | None = None
@@ -83,6 +91,15 @@ def _read_static(name: str) -> str:
     return resources.files("tfjob_provider.ui").joinpath("static", name).read_text(encoding="utf-8")
 
 
+def static_asset(name: str) -> Response:
+    """The page's script or style (no data: served without a login)."""
+    if name not in _STATIC:
+        raise HTTPException(404, "Not found")
+    return Response(
+        _read_static(name), media_type=_STATIC[name], headers={"X-Content-Type-Options": "nosniff"}
+    )
+
+
 def may_read_logs(user: BaseUser, dag_id: str) -> bool:
     """Whether ``user`` may read this DAG's task logs (the log lines the view carries)."""
     return bool(
@@ -95,13 +112,24 @@ def may_read_logs(user: BaseUser, dag_id: str) -> bool:
     )
 
 
+def _import_kubernetes_side() -> None:
+    for module in ("tfjob_provider.hooks.tfjob", "tfjob_provider.kube.sync_client"):
+        importlib.import_module(module)
+
+
 def create_app(source: ViewSource | None = None) -> FastAPI:
-    """The app the plugin mounts; ``source`` defaults to :mod:`tfjob_provider.ui.data`."""
+    """The app the plugin mounts; ``source`` defaults to :mod:`tfjob_provider.ui.data`.
+
+    With the default source, the Kubernetes client is imported in the background as the app is
+    built, so the first live read does not spend its few seconds on imports.
+    """
     if source is None:
         from tfjob_provider.ui import data
 
-        source = data
-    view_source: ViewSource = source
+        threading.Thread(target=_import_kubernetes_side, name="tfjob-tab-imports", daemon=True).start()
+        view_source: ViewSource = data
+    else:
+        view_source = source
 
     read_ti = [Depends(requires_access_dag("GET", DagAccessEntity.TASK_INSTANCE))]
     read_logs = [Depends(requires_access_dag("GET", DagAccessEntity.TASK_LOGS))]
@@ -114,13 +142,7 @@ def create_app(source: ViewSource | None = None) -> FastAPI:
             headers={**NO_STORE, "Content-Security-Policy": CONTENT_SECURITY_POLICY},
         )
 
-    @app.get("/static/{name}")
-    def static(name: str) -> Response:
-        if name not in _STATIC:
-            raise HTTPException(404, "Not found")
-        return Response(
-            _read_static(name), media_type=_STATIC[name], headers={"X-Content-Type-Options": "nosniff"}
-        )
+    app.get("/static/{name}")(static_asset)
 
     @app.get("/api/view", dependencies=read_ti)
     def view(

@@ -52,5 +52,5 @@ class TFJobPlugin(AirflowPlugin):
     """Adds the TFJob tab; on Airflow 3.0, which has no ``external_views``, only the endpoints."""
 
     name = PLUGIN_NAME
-    fastapi_apps = _AppsOnRead()  # type: ignore[assignment]
+    fastapi_apps = _AppsOnRead()
     external_views = [tab_view()]
