@@ -209,7 +209,7 @@ def site(airflow_db: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator
 
 
 def _slots(tab: TabContent) -> list[str]:
-    return [row["key"] for row in tab.rows]
+    return sorted(row["key"] for row in tab.rows)
 
 
 def _delete_tfjob(sandbox: Any, name: str) -> None:
@@ -238,7 +238,7 @@ def test_a_recovered_tfjob_live_and_then_from_the_record(site: TabSite) -> None:
     live = site.open_live("recovered")
     assert live.status == "live", live.notice
     assert live.verdict_state == "Succeeded"
-    assert _slots(live) == ["Chief-0", "Worker-0", "Worker-1", "PS-0"]
+    assert _slots(live) == ["Chief-0", "PS-0", "Worker-0", "Worker-1"]
     assert live.lanes["Worker-1"][0] == "failed_retryable" and len(live.lanes["Worker-1"]) == 2
     assert [len(live.lanes[key]) for key in ("Chief-0", "Worker-0", "PS-0")] == [1, 1, 1]
     assert live.verdict_line == 1
