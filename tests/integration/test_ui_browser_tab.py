@@ -2,7 +2,8 @@
 the sandbox, and headless Chromium opening each task instance's tab in Airflow's own UI.
 
 The DAG's tasks: ``recovered`` (Chief + 2 Workers + PS, worker 1 killed once with 137 and recreated
-under ExitCode; the TFJob kept), ``failed`` (worker 0 exits 1 under ExitCode: a permanent failure),
+under ExitCode; the TFJob kept), ``failed`` (worker 0 exits 1 under ExitCode: a permanent failure;
+deleted by the provider because its chief was still running),
 ``succeeded`` (deleted when it ended: shown from the record) and ``plain`` (no TFJob at all).
 With ``TFJOB_TAB_SCREENSHOTS=<dir>`` the test also saves the tab's pictures there (`make screenshots`).
 """
@@ -260,14 +261,16 @@ def test_a_recovered_tfjob_live_and_then_from_the_record(site: TabSite) -> None:
 
 def test_a_permanently_failed_tfjob_marks_its_culprit(site: TabSite) -> None:
     assert site.run.task("failed").state == "failed"
-    tab = site.open_live("failed")
-    assert tab.status == "live", tab.notice
+    # Its chief was still running: the provider deleted the TFJob, so the tab shows the record.
+    tab = site.open("failed")
+    assert tab.status == "record", tab.notice
+    assert "no longer exists" in tab.notice
     assert tab.verdict_state == "Failed"
     culprits = [row["key"] for row in tab.rows if row["culprit"]]
     assert culprits == ["Worker-0"]
     assert "failed_permanent" in tab.lanes["Worker-0"]
-    # The culprit's log is the one shown first.
-    assert "worker 0 fails" in tab.log
+    # The culprit's log is the one shown first: the lines the failure report kept.
+    assert "worker 0 fails" in tab.log and "kept in the record" in tab.log_status
     site.screenshot("failed")
 
 

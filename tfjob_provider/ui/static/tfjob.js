@@ -5,6 +5,7 @@
 (function () {
   const REFRESH_MS = 5000;
   const EXPAND_UP_TO = 8; // a replica type with more slots starts collapsed
+  const EVENTS_FIRST = 15; // events shown before "Show all"
   const SVG_NS = "http://www.w3.org/2000/svg";
   const OUTCOMES = {
     succeeded: "succeeded",
@@ -29,6 +30,7 @@
     laneOpen: new Map(), // replica type -> lanes shown in the timeline
     logPod: null,
     logLoaded: false,
+    allEvents: false,
     timer: null,
   };
 
@@ -419,7 +421,8 @@
       const line = svg("g", { class: "verdict-line" });
       line.appendChild(svg("title", {}, "verdict reached " + stamp(timeline.verdict_at)));
       line.appendChild(svg("line", { x1: vx, x2: vx, y1: AXIS_H - 4, y2: height }));
-      line.appendChild(svg("text", { x: vx + 3, y: height - 4, class: "verdict-label" }, "verdict"));
+      const nearRight = vx > width - 70;
+      line.appendChild(svg("text", { x: nearRight ? vx - 4 : vx + 4, y: height - 4, class: "verdict-label", "text-anchor": nearRight ? "end" : "start" }, "verdict"));
       root.appendChild(line);
     }
     chart.appendChild(root);
@@ -433,11 +436,11 @@
         legend.appendChild(item);
       }
       const pending = el("li");
-      pending.appendChild(el("span", "swatch pending"));
+      pending.appendChild(el("span", "swatch swatch-pending"));
       pending.appendChild(document.createTextNode("thin part: pending (created, not yet running)"));
       legend.appendChild(pending);
       const line = el("li");
-      line.appendChild(el("span", "swatch verdict"));
+      line.appendChild(el("span", "swatch swatch-verdict"));
       line.appendChild(document.createTextNode("verdict reached"));
       legend.appendChild(line);
     }
@@ -535,7 +538,8 @@
     });
     const body = byId("events-table").tBodies[0];
     clear(body);
-    for (const item of items) {
+    const shown = state.allEvents ? items : items.slice(0, EVENTS_FIRST);
+    for (const item of shown) {
       const row = el("tr", String(item.type).toLowerCase() === "warning" ? "event warning" : "event");
       row.appendChild(el("td", null, stamp(item.time)));
       row.appendChild(el("td", null, dash(item.type)));
@@ -551,6 +555,9 @@
       row.appendChild(cell);
       body.appendChild(row);
     }
+    const showAll = byId("events-all");
+    showAll.hidden = shown.length === items.length;
+    showAll.textContent = "Show all " + items.length + " events";
     const more = byId("events-more");
     more.hidden = !events.more;
     more.textContent = events.more ? "and " + events.more + " more (older) events" : "";
@@ -612,6 +619,10 @@
     byId("log-download").addEventListener("click", downloadLog);
     byId("log-pod").addEventListener("change", showLog);
     byId("log-lines").addEventListener("change", showLog);
+    byId("events-all").addEventListener("click", function () {
+      state.allEvents = true;
+      if (state.view) renderEvents(state.view);
+    });
     let resizing = null;
     window.addEventListener("resize", function () {
       clearTimeout(resizing);
