@@ -2,8 +2,7 @@
 the sandbox, and headless Chromium opening each task instance's tab in Airflow's own UI.
 
 The DAG's tasks: ``recovered`` (Chief + 2 Workers + PS, worker 1 killed once with 137 and recreated
-under ExitCode; the TFJob kept), ``failed`` (worker 0 exits 1 under ExitCode: a permanent failure;
-deleted by the provider because its chief was still running),
+under ExitCode; the TFJob kept), ``failed`` (worker 0 exits 1 under ExitCode: a permanent failure),
 ``succeeded`` (deleted when it ended: shown from the record) and ``plain`` (no TFJob at all).
 With ``TFJOB_TAB_SCREENSHOTS=<dir>`` the test also saves the tab's pictures there (`make screenshots`).
 """
@@ -261,16 +260,17 @@ def test_a_recovered_tfjob_live_and_then_from_the_record(site: TabSite) -> None:
 
 def test_a_permanently_failed_tfjob_marks_its_culprit(site: TabSite) -> None:
     assert site.run.task("failed").state == "failed"
-    # Its chief was still running: the provider deleted the TFJob, so the tab shows the record.
-    tab = site.open("failed")
-    assert tab.status == "record", tab.notice
-    assert "no longer exists" in tab.notice
+    # Whether the provider deleted the failed TFJob depends on whether its chief was still running
+    # when the task concluded (a race with the training operator's clean-up): live or recorded,
+    # the tab shows the same culprit.
+    tab = site.open_live("failed")
+    assert tab.status == "live" or "no longer exists" in tab.notice, tab.notice
     assert tab.verdict_state == "Failed"
     culprits = [row["key"] for row in tab.rows if row["culprit"]]
     assert culprits == ["Worker-0"]
     assert "failed_permanent" in tab.lanes["Worker-0"]
     # The culprit's log is the one shown first: the lines the failure report kept.
-    assert "worker 0 fails" in tab.log and "kept in the record" in tab.log_status
+    assert "worker 0 fails" in tab.log
     site.screenshot("failed")
 
 

@@ -367,7 +367,9 @@
       const value = start + ((end - start) * i) / 4;
       const tx = x(value);
       root.appendChild(svg("line", { x1: tx, x2: tx, y1: AXIS_H - 4, y2: height, class: "tick" }));
-      root.appendChild(svg("text", { x: tx, y: AXIS_H - 8, class: "tick-label", "text-anchor": i === 0 ? "start" : i === 4 ? "end" : "middle" }, clock(new Date(value).toISOString())));
+      const iso = new Date(value).toISOString();
+      const label = end - start < 20000 ? iso.slice(11, 21) : clock(iso); // tenths of a second for short spans
+      root.appendChild(svg("text", { x: tx, y: AXIS_H - 8, class: "tick-label", "text-anchor": i === 0 ? "start" : i === 4 ? "end" : "middle" }, label));
     }
 
     rows.forEach(function (row, position) {
@@ -505,7 +507,7 @@
       const source = answer.headers.get("X-TFJob-Log-Source") === "record" ? "kept in the record" : "live";
       const truncated = answer.headers.get("X-TFJob-Log-Truncated") === "true" ? " · older lines cut" : "";
       const count = text ? text.split("\n").length : 0;
-      status.textContent = printable(pod) + " · " + count + " lines · " + source + truncated;
+      status.textContent = printable(pod) + " · " + count + (count === 1 ? " line · " : " lines · ") + source + truncated;
       state.logLoaded = true;
     } catch (error) {
       status.textContent = "Could not read the log: " + printable(error.message);
