@@ -9,7 +9,8 @@ of each view in the sandbox's request log. Target (issue 18): < 200 ms, 1 GET + 
 
 Views are spaced by ``--pause`` seconds: the connection's token bucket (5 requests/s by default)
 is shared with everything else of the process, as in the api-server.
-Run: ``.venv/bin/python benchmarks/bench_ui.py``. Not a timed test; figures are noisy on a busy machine.
+Run: ``.venv/bin/python benchmarks/bench_ui.py`` (``uptime`` beside it: figures taken on a busy
+machine are noisy). Not a timed test.
 """
 
 from __future__ import annotations
@@ -133,6 +134,28 @@ def _report(label: str, milliseconds: list[float], requests: list[int], view: di
     )
 
 
+def _breakdown(name: str, repeats: int, pause: float) -> None:
+    """Median milliseconds of each request of a live read, on the tab's own client."""
+    from tfjob_provider.ui import data, reads
+
+    client = data._client("kubernetes_default")
+    steps = {
+        "GET tfjob": lambda: client.get_tfjob(name, namespace="default"),
+        "LIST pods": lambda: client.run(reads.list_pods(client.session, name, "default")),
+        "LIST events": lambda: client.run(reads.list_namespace_events(client.session, "default")),
+    }
+    figures = {label: [] for label in steps}
+    for _ in range(repeats):
+        time.sleep(pause)
+        for label, step in steps.items():
+            started = time.perf_counter()
+            step()
+            figures[label].append((time.perf_counter() - started) * 1000)
+    print(
+        "  of which: " + ", ".join(f"{label} {statistics.median(ms):.1f} ms" for label, ms in figures.items())
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=99)
@@ -167,6 +190,7 @@ def main() -> None:
         )
         _report("live (TFJob kept)", *_time_views(sandbox, run, args.repeats, args.pause))
         name = xcom_value(run, "train", "tfjob_name")
+        _breakdown(name, 5, args.pause)
         hook = TFJobHook()
         hook.client.delete_tfjob(name, namespace="default")
         _wait(

@@ -213,6 +213,21 @@ def test_a_failed_tfjob_keeps_its_culprit_and_its_last_lines(
     assert log.source == "record"
     assert log.text.splitlines() == ["chief step 58", "chief step 59", "chief: loss is NaN, giving up"]
 
+    # A cluster that does not answer: the record, and why, within a few seconds.
+    fault = cluster.add_latency(30.0, resources=["tfjobs"])
+    try:
+        started = time.monotonic()
+        slow = _view(outcome)
+        waited = time.monotonic() - started
+    finally:
+        cluster.remove_api_fault(fault)
+    assert waited < 6, waited
+    assert (
+        slow["status"] == "record"
+        and "could not be read through connection 'kubernetes_default'" in slow["message"]
+    )
+    assert _picture(slow) == _picture(recorded)
+
     plain = _view(outcome, task_id="plain")
     assert (plain["status"], plain["message"], plain["tfjob"]) == ("no_tfjob", NO_TFJOB, None)
     earlier = _view(outcome, try_number=7)

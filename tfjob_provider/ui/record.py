@@ -162,16 +162,19 @@ def refreshed(
     }
 
 
-def event_row(event: Mapping[str, Any]) -> list[Any]:
-    """One core/v1 event as ``[time, type, reason, "kind/name", message, count]``."""
-    involved = _mapping(event.get("involvedObject"))
-    when = next(
+def _event_time(event: Mapping[str, Any]) -> Any:
+    return next(
         (event[key] for key in ("lastTimestamp", "eventTime", "firstTimestamp") if event.get(key)),
         _mapping(event.get("metadata")).get("creationTimestamp"),
     )
+
+
+def event_row(event: Mapping[str, Any]) -> list[Any]:
+    """One core/v1 event as ``[time, type, reason, "kind/name", message, count]``."""
+    involved = _mapping(event.get("involvedObject"))
     count = event.get("count")
     return [
-        _text(when, 40),
+        _text(_event_time(event), 40),
         _text(event.get("type"), 40),
         _text(event.get("reason"), 80),
         f"{str(involved.get('kind') or '?').lower()}/{involved.get('name') or '?'}",
@@ -186,14 +189,14 @@ def events_about(
     """The rows of the events about the TFJob ``job`` and the named pods, newest first, at most
     ``limit``; and how many more there were."""
     names = set(pods)
-    rows = []
+    about = []
     for event in events:
         involved = _mapping(event.get("involvedObject"))
         kind, name = involved.get("kind"), involved.get("name")
         if (kind == KIND and name == job) or (kind == "Pod" and name in names):
-            rows.append(event_row(event))
-    rows.sort(key=lambda row: str(row[0] or ""), reverse=True)
-    return rows[:limit], max(len(rows) - limit, 0)
+            about.append(event)
+    about.sort(key=lambda event: str(_event_time(event) or ""), reverse=True)
+    return [event_row(event) for event in about[:limit]], max(len(about) - limit, 0)
 
 
 def kept_lines(text: str) -> list[str]:
