@@ -14,8 +14,10 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+from tfjob_provider.hooks.tfjob import TFJobHook
 from tfjob_provider.kube.errors import KubeApiError, NotFoundError
 from tfjob_provider.kube.retry import RetryPolicy
+from tfjob_provider.kube.sync_client import SyncTFJobClient
 from tfjob_provider.links import XCOM_NAME, XCOM_NAMESPACE, XCOM_UID
 from tfjob_provider.ui import reads
 from tfjob_provider.ui.record import XCOM_CONN_ID, XCOM_RECORD
@@ -23,7 +25,6 @@ from tfjob_provider.ui.view_model import JobData, empty_view, from_record, view,
 
 if TYPE_CHECKING:
     from tfjob_provider.kube.requests import ApiRequest
-    from tfjob_provider.kube.sync_client import SyncTFJobClient
 
 #: Log lines and bytes one log request returns at most.
 MAX_LOG_LINES: Final = 2000
@@ -118,22 +119,33 @@ _clients_lock = threading.Lock()
 _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="tfjob-tab")
 
 
+class _QuickClient(SyncTFJobClient):
+    """A client that gives up on a silent API server within seconds (the tab never waits long)."""
+
+    def _timeout(self, request: ApiRequest) -> tuple[float, float | None]:
+        return (CONNECT_TIMEOUT_SECONDS, request.read_timeout or reads.READ_TIMEOUT_SECONDS)
+
+
+def _connection_key(conn_id: str) -> str:
+    """What identifies the connection's current settings (a changed connection gets a new client)."""
+    from airflow.providers.common.compat.sdk import AirflowNotFoundException
+
+    try:
+        return f"{conn_id}\n{TFJobHook.get_connection(conn_id).get_uri()}"
+    except AirflowNotFoundException:
+        return f"{conn_id}\n"
+
+
 def _client(conn_id: str) -> SyncTFJobClient:
     """A client of the connection with short timeouts and no retries, reused for a while."""
-    from tfjob_provider.hooks.tfjob import TFJobHook
-    from tfjob_provider.kube.sync_client import SyncTFJobClient
-
-    class QuickClient(SyncTFJobClient):
-        def _timeout(self, request: ApiRequest) -> tuple[float, float | None]:
-            return (CONNECT_TIMEOUT_SECONDS, request.read_timeout or reads.READ_TIMEOUT_SECONDS)
-
+    key = _connection_key(conn_id)
     with _clients_lock:
-        cached = _clients.get(conn_id)
+        cached = _clients.get(key)
         if cached is not None and time.monotonic() - cached[0] < CLIENT_REUSE_SECONDS:
             return cached[1]
         base = TFJobHook(kubernetes_conn_id=conn_id, retry_policy=RetryPolicy(budget=0.0)).client
-        client = QuickClient(base.api_client, session=base.session)
-        _clients[conn_id] = (time.monotonic(), client)
+        client = _QuickClient(base.api_client, session=base.session)
+        _clients[key] = (time.monotonic(), client)
         return client
 
 

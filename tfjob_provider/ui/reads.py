@@ -20,8 +20,8 @@ from tfjob_provider.kube.errors import NotFoundError
 #: Seconds a view's request may stay silent before it is abandoned.
 READ_TIMEOUT_SECONDS: Final = 3.0
 #: Events listed per page, and pages read at most (a namespace with more events is cut).
-EVENTS_PAGE_SIZE: Final = 500
-MAX_EVENT_PAGES: Final = 4
+EVENTS_PAGE_SIZE: Final = 2000
+MAX_EVENT_PAGES: Final = 2
 
 
 @dataclass(frozen=True)

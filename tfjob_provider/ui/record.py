@@ -89,6 +89,22 @@ def tfjob_summary(tfjob: Mapping[str, Any] | None) -> dict[str, Any] | None:
     }
 
 
+def owned_by(pods: Iterable[Mapping[str, Any]], uid: str | None) -> list[Mapping[str, Any]]:
+    """The pods whose controller is the TFJob with UID ``uid`` (all when None); a pod left over
+    from an earlier TFJob of the same name has another owner."""
+    kept = []
+    for pod in pods:
+        owners = _mapping(pod.get("metadata")).get("ownerReferences")
+        controller = [
+            owner.get("uid")
+            for owner in (owners if isinstance(owners, list) else [])
+            if isinstance(owner, Mapping) and owner.get("controller")
+        ]
+        if uid is None or not controller or controller[0] == uid:
+            kept.append(pod)
+    return kept
+
+
 def instances_of(pods: Iterable[Mapping[str, Any]]) -> list[PodInstance]:
     return [found for found in (instance_of(pod) for pod in pods) if found is not None]
 
@@ -112,16 +128,53 @@ def observe(
     }
 
 
-def event_row(event: Mapping[str, Any]) -> list[Any]:
-    """One core/v1 event as ``[time, type, reason, "kind/name", message, count]``."""
-    involved = _mapping(event.get("involvedObject"))
-    when = next(
+def refreshed(
+    observed: Mapping[str, Any] | None,
+    tfjob: Mapping[str, Any] | None,
+    pods: Sequence[Mapping[str, Any]],
+    *,
+    now: int,
+) -> dict[str, Any]:
+    """``observed`` brought up to date by a read at the end of the task: the pods' current states
+    replace the observed ones, an observed pod that is gone now is marked gone (ended ``now`` if
+    it had not ended), and the TFJob's newer conditions and times are taken when it still exists."""
+    seen = dict(observed or observe(None, ()))
+    fresh = [list(item) for item in instances_of(pods)]
+    keys = {(row[2], row[3]) for row in fresh}
+    gone_at = POD_FIELDS.index("gone")
+    finished_at = POD_FIELDS.index("finished")
+    rows = []
+    for row in seen.get("pods") or []:
+        if not isinstance(row, list) or len(row) != len(POD_FIELDS) or (row[2], row[3]) in keys:
+            continue
+        if not row[gone_at]:
+            row = [*row]
+            row[gone_at] = True
+            row[finished_at] = row[finished_at] if row[finished_at] is not None else now
+        rows.append(row)
+    rows = fresh + rows
+    summary = tfjob_summary(tfjob)
+    return {
+        **seen,
+        "tfjob": summary if summary is not None else seen.get("tfjob"),
+        "pods": rows[:MAX_RECORD_PODS],
+        "pods_more": int(seen.get("pods_more") or 0) + max(len(rows) - MAX_RECORD_PODS, 0),
+    }
+
+
+def _event_time(event: Mapping[str, Any]) -> Any:
+    return next(
         (event[key] for key in ("lastTimestamp", "eventTime", "firstTimestamp") if event.get(key)),
         _mapping(event.get("metadata")).get("creationTimestamp"),
     )
+
+
+def event_row(event: Mapping[str, Any]) -> list[Any]:
+    """One core/v1 event as ``[time, type, reason, "kind/name", message, count]``."""
+    involved = _mapping(event.get("involvedObject"))
     count = event.get("count")
     return [
-        _text(when, 40),
+        _text(_event_time(event), 40),
         _text(event.get("type"), 40),
         _text(event.get("reason"), 80),
         f"{str(involved.get('kind') or '?').lower()}/{involved.get('name') or '?'}",
@@ -136,14 +189,14 @@ def events_about(
     """The rows of the events about the TFJob ``job`` and the named pods, newest first, at most
     ``limit``; and how many more there were."""
     names = set(pods)
-    rows = []
+    about = []
     for event in events:
         involved = _mapping(event.get("involvedObject"))
         kind, name = involved.get("kind"), involved.get("name")
         if (kind == KIND and name == job) or (kind == "Pod" and name in names):
-            rows.append(event_row(event))
-    rows.sort(key=lambda row: str(row[0] or ""), reverse=True)
-    return rows[:limit], max(len(rows) - limit, 0)
+            about.append(event)
+    about.sort(key=lambda event: str(_event_time(event) or ""), reverse=True)
+    return [event_row(event) for event in about[:limit]], max(len(about) - limit, 0)
 
 
 def kept_lines(text: str) -> list[str]:
@@ -255,6 +308,8 @@ __all__ = [
     "kept_lines",
     "now_iso",
     "observe",
+    "owned_by",
+    "refreshed",
     "size_of",
     "tfjob_summary",
 ]

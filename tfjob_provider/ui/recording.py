@@ -6,14 +6,15 @@ and never changes how the task ends.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from tfjob_provider.kube import operations as ops
 from tfjob_provider.kube.errors import KubeApiError
 from tfjob_provider.ui.reads import list_namespace_events
-from tfjob_provider.ui.record import build_record, now_iso, observe
-from tfjob_provider.wait_outcome import WaitOutcome, WaitTarget
+from tfjob_provider.ui.record import build_record, now_iso, owned_by, refreshed
+from tfjob_provider.wait_outcome import WaitOutcome, WaitTarget, uid_of
 
 if TYPE_CHECKING:
     from tfjob_provider.kube.sync_client import SyncTFJobClient
@@ -29,22 +30,23 @@ def gather_record(
     try_number: int | None,
     cluster_readable: bool = True,
 ) -> dict[str, Any]:
-    """The record of ``outcome``: ``observed`` (or a fresh read when the waiter saw nothing), the
-    namespace's events about the job, and ``logs`` (the failure report's culprit tails)."""
+    """The record of ``outcome``: what the waiter ``observed`` brought up to date by one more read
+    of the TFJob and its pods, the events about them, and ``logs`` (the failure report's tails)."""
     events: list[dict[str, Any]] = []
     if cluster_readable:
-        if not isinstance(observed, Mapping):
-            try:
-                tfjob, pods = client.run(
-                    ops.read_job(client.session, outcome.name, namespace=outcome.namespace)
-                )
-                observed = observe(tfjob, pods, decided_at=now_iso())
-            except KubeApiError:
-                observed = None
+        try:
+            tfjob, pods = client.run(ops.read_job(client.session, outcome.name, namespace=outcome.namespace))
+            if outcome.uid is not None and uid_of(tfjob) not in (None, outcome.uid):
+                tfjob, pods = None, []  # another TFJob under the name: nothing of it is ours
+            observed = refreshed(observed, tfjob, owned_by(pods, outcome.uid), now=int(time.time()))
+        except KubeApiError:
+            pass
         try:
             events, _ = client.run(list_namespace_events(client.session, outcome.namespace))
         except KubeApiError:
             events = []
+    if isinstance(observed, Mapping) and not observed.get("decided_at"):
+        observed = {**observed, "decided_at": now_iso()}
     return build_record(
         name=outcome.name,
         namespace=outcome.namespace,

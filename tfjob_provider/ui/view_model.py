@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from tfjob_provider.kube.instances import PodInstance, epoch_seconds, instance_of
 from tfjob_provider.policy import Rules, decide
-from tfjob_provider.ui.record import EVENT_FIELDS, POD_FIELDS, events_about, iso, tfjob_summary
+from tfjob_provider.ui.record import EVENT_FIELDS, POD_FIELDS, events_about, iso, owned_by, tfjob_summary
 
 #: Replica types in the order the tab lists them.
 TYPE_ORDER: Final = ("Chief", "Master", "PS", "Worker", "Evaluator")
@@ -105,7 +105,8 @@ def with_live(
     """``base`` with what a live read showed: live pods replace their recorded instances (same
     name and creation time), recorded ones the API no longer has stay; without a recorded
     verdict the verdict is judged from the live state."""
-    live = [found for found in (instance_of(pod) for pod in pods) if found is not None]
+    uid = base.uid or (tfjob_summary(tfjob) or {}).get("uid")
+    live = [found for found in (instance_of(pod) for pod in owned_by(pods, uid)) if found is not None]
     keys = {(item.name, item.created) for item in live}
     kept = [item for item in base.instances if (item.name, item.created) not in keys]
     instances = tuple(sorted([*kept, *live], key=lambda item: (item.created or 0, item.name)))
