@@ -58,23 +58,25 @@ def read_tab(driver: Any, *, in_iframe: bool) -> TabContent:
         )
         driver.switch_to.frame(frame)
 
+    seen: list[str] = []
+
     def loaded() -> bool:
         state = driver.execute_script(
             "const m = document.getElementById('tfjob'); if (!m || m.dataset.loaded !== 'true') return null;"
-            "const s = document.getElementById('log-status');"
-            "return m.dataset.status + '|' + (s ? s.textContent : '');"
+            "const n = document.getElementById('notice'); const s = document.getElementById('log-status');"
+            "return [m.dataset.status, s ? s.textContent : '', n ? n.textContent : ''];"
         )
         if not state:
             return False
-        status, log_status = state.split("|", 1)
+        status, log_status, notice = state
+        seen[:] = [f"status {status!r}, log {log_status!r}, notice {notice!r}"]
         if status in ("live", "record"):
-            return (
-                " lines " in log_status
-                or "may not" in log_status
-                or "No replica" in log_status
-                or "Could not" in log_status
-            )
+            # The log panel has its answer: lines, a refusal, nothing to show, or an error.
+            return any(mark in log_status for mark in (" line", "may not", "No replica", "Could not"))
         return True
 
-    wait_until(loaded, timeout=60, what="the TFJob tab's content")
+    try:
+        wait_until(loaded, timeout=60, what="the TFJob tab's content")
+    except AssertionError as error:
+        raise AssertionError(f"{error}; the page showed: {seen}") from None
     return TabContent(driver.execute_script(_READ, None))
