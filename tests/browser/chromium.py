@@ -46,8 +46,9 @@ def require_browser() -> None:
 
 
 @contextmanager
-def chromium() -> Iterator[Any]:
-    """A fresh headless Chromium (own profile directory), quit and removed on the way out."""
+def chromium(*, downloads: Path | None = None) -> Iterator[Any]:
+    """A fresh headless Chromium (own profile directory), quit and removed on the way out;
+    files it downloads go to ``downloads`` when given."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -57,6 +58,10 @@ def chromium() -> Iterator[Any]:
     options.binary_location = str(CHROMIUM)
     for flag in (*FLAGS, f"--user-data-dir={profile}"):
         options.add_argument(flag)
+    if downloads is not None:
+        options.add_experimental_option(
+            "prefs", {"download.default_directory": str(downloads), "download.prompt_for_download": False}
+        )
     driver = webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
     driver.set_page_load_timeout(60)
     try:

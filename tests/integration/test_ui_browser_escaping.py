@@ -1,15 +1,18 @@
-"""The TFJob tab in headless Chromium against a hand-made view whose every cluster-written string is
-hostile markup and ANSI escapes: the page shows them as text and runs nothing.  Also the parts of
-the page a 100-replica TFJob relies on (collapsed groups, "and N more")."""
+"""The TFJob tab in headless Chromium against hand-made views: every cluster-written string hostile
+markup and ANSI escapes (shown as text, nothing runs); a 100-replica TFJob (collapsed groups, "and
+N more"); a running task (the page refreshes, then stops); the log panel's line count and download."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.browser.chromium import chromium, require_browser
+from tests.browser.chromium import chromium, require_browser, wait_until
 from tests.browser.local_server import serve
 from tests.browser.tab_reader import read_tab
 from tests.integration.test_ui_endpoints import QUERY, auth  # noqa: F401  (the auth fixture)
@@ -19,22 +22,36 @@ from tests.ui_views import HOSTILE, StaticSource, at, hostile_view, recovered_vi
 SHOWN = HOSTILE.replace("\x1b", "\u241b")
 
 
+class ChangingSource(StaticSource):
+    """Answers with each of ``views`` in turn, then with the last one for ever."""
+
+    def __init__(self, views: list[dict[str, Any]]) -> None:
+        super().__init__(views[0])
+        self.views = views
+
+    def build_view(self, **ids: Any) -> dict[str, Any]:
+        answered = sum(1 for name, _ in self.calls if name == "build_view")
+        self.view = self.views[min(answered, len(self.views) - 1)]
+        return super().build_view(**ids)
+
+
 @pytest.fixture
-def open_tab(auth: Any) -> Iterator[Any]:  # noqa: F811
-    """Opens the page on a view source as an admin would see it; returns what the page shows."""
+def open_tab(auth: Any, tmp_path: Path) -> Iterator[Any]:  # noqa: F811
+    """Opens the page on a view source as an admin would see it; returns what the page shows.
+    Downloads go to ``tmp_path``."""
     from tfjob_provider.ui.app import create_app
 
     require_browser()
     token = auth("admin", "admin")
-    with chromium() as driver:
+    with chromium(downloads=tmp_path) as driver, ExitStack() as servers:
 
         def open_with(source: StaticSource) -> Any:
-            with serve(create_app(source)) as base:
-                driver.get(f"{base}/static/tfjob.css")
-                driver.add_cookie({"name": "_token", "value": token, "path": "/"})
-                query = "&".join(f"{name}={value}" for name, value in QUERY.items())
-                driver.get(f"{base}/page?{query}")
-                return read_tab(driver, in_iframe=False), driver
+            base = servers.enter_context(serve(create_app(source)))  # served until the test ends
+            driver.get(f"{base}/static/tfjob.css")
+            driver.add_cookie({"name": "_token", "value": token, "path": "/"})
+            query = "&".join(f"{name}={value}" for name, value in QUERY.items())
+            driver.get(f"{base}/page?{query}")
+            return read_tab(driver, in_iframe=False), driver
 
         yield open_with
 
@@ -94,3 +111,52 @@ def test_a_large_tfjob_starts_with_its_big_group_collapsed(open_tab: Any) -> Non
         "2026-01-05 10:00:30",
         "2026-01-05 10:00:21",
     ]
+
+
+def test_while_the_task_runs_the_page_refreshes_and_stops_when_it_ended(open_tab: Any) -> None:
+    waiting = {
+        **recovered_view(),
+        "status": "not_submitted",
+        "running": True,
+        "message": "Not yet submitted.",
+    }
+    running = {**recovered_view(), "status": "live", "running": True, "message": None}
+    source = ChangingSource([waiting, running, recovered_view()])
+    tab, driver = open_tab(source)
+    assert (tab.status, tab.notice) == ("not_submitted", "Not yet submitted.")
+
+    def status() -> str:
+        return str(driver.execute_script("return document.getElementById('tfjob').dataset.status"))
+
+    wait_until(lambda: status() == "record", timeout=30, what="the refreshed view (ended)")
+    views = sum(1 for name, _ in source.calls if name == "build_view")
+    assert views == 3
+    time.sleep(12)  # two refresh periods: an ended task is not read again
+    assert sum(1 for name, _ in source.calls if name == "build_view") == views
+
+
+def test_the_log_panel_reads_the_chosen_number_of_lines_and_downloads_them(
+    open_tab: Any, tmp_path: Path
+) -> None:
+    from selenium.webdriver.support.ui import Select
+
+    source = StaticSource(recovered_view(), log_text="step 10 loss 0.12\ntraining done")
+    tab, driver = open_tab(source)
+    assert tab.log == "step 10 loss 0.12\ntraining done"
+    assert source.calls[-1] == ("read_log", {"pod": "train-abc-chief-0", "lines": 200, "map_index": -1})
+    Select(driver.find_element("id", "log-lines")).select_by_value("50")
+    wait_until(lambda: source.calls[-1][1]["lines"] == 50, timeout=15, what="a read of 50 lines")
+    Select(driver.find_element("id", "log-pod")).select_by_value("train-abc-worker-1")
+    wait_until(
+        lambda: source.calls[-1] == ("read_log", {"pod": "train-abc-worker-1", "lines": 50, "map_index": -1}),
+        timeout=15,
+        what="a read of worker 1's log",
+    )
+    driver.find_element("id", "log-download").click()
+    saved = wait_until(
+        lambda: [path for path in tmp_path.glob("*.log") if path.stat().st_size > 0],
+        timeout=30,
+        what="the downloaded log",
+    )
+    assert [path.name for path in saved] == ["train-abc-worker-1.log"]
+    assert saved[0].read_text() == "step 10 loss 0.12\ntraining done"
