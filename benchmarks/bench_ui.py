@@ -2,7 +2,8 @@
 
 Runs a real DAG (``dag.test()``, deferrable, on a temporary ``AIRFLOW_HOME``) whose TFJob has
 1 Chief and 99 Workers of scripted sandbox pods; 20 workers are ended with 137 while the trigger
-watches (the training operator recreates them under ``ExitCode``), then the chief with 0. It then
+watches (the training operator recreates them under ``ExitCode``), then the chief with 0; with
+``cleanPodPolicy: None`` the other 99 pods stay, so a live view lists 100 pods. It then
 times :func:`tfjob_provider.ui.data.build_view` — the function behind ``/api/view`` — read live
 (the TFJob kept) and from the ``tfjob_record`` (the TFJob deleted), and counts the API requests
 of each view in the sandbox's request log. Target (issue 18): < 200 ms, 1 GET + 2 LISTs.
@@ -55,6 +56,7 @@ with DAG("bench_ui", schedule=None, start_date=datetime.datetime(2024, 1, 1)) as
         chief=1,
         worker={workers},
         restart_policy="ExitCode",
+        clean_pod_policy="None",
         pod_annotations={{"tfjob-sandbox/script": {script!r}}},
         deferrable=True,
         on_finish_action="keep",
