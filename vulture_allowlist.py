@@ -106,11 +106,6 @@ types.ModuleType("").__loader__
 # kubernetes_asyncio reads it when building its aiohttp connector (hooks/tfjob.py sets no limit).
 kubernetes_asyncio.client.Configuration().connection_pool_maxsize
 
-# The TFJob tab's log endpoint (tfjob_provider/ui/app.py) reads it.
-from tfjob_provider.ui.data import LogTail  # noqa: E402
-
-LogTail.truncated
-
 # Airflow's plugins manager reads these (the airflow.plugins entry point names the class).
 from tfjob_provider.ui.plugin import TFJobPlugin  # noqa: E402
 
