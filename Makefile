@@ -61,8 +61,8 @@ typecheck: install
 	$(BIN)/mypy
 
 # The real-TensorFlow tests run the trainer with .venv-tf's interpreter: make test creates it.
-test: lint typecheck venv-tf
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+test: lint typecheck venv-tf browser
+	TFJOB_REQUIRE_BROWSER=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The fast loop: the pure core, the kube layer and the unit tests (no sandbox, no Airflow run), with
 # a tenth of the Hypothesis examples and a per-test timeout. Under a minute on 2 cores.
@@ -93,3 +93,20 @@ dist: install
 
 clean:
 	rm -rf $(VENV) $(VENV_TF) $(VENV_SDK) .tools .pytest_cache .mypy_cache .ruff_cache dist
+
+.PHONY: browser screenshots
+
+# Debian's chromium and chromium-driver, which the TFJob tab's browser tests drive (docs/guides/ui.md).
+# Installed with apt-get, as root, when missing; make test needs them and fails without them.
+browser:
+	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then \
+		if [ "$$(id -u)" != 0 ]; then \
+			echo "make browser: as root, run: apt-get install -y chromium chromium-driver" >&2; exit 1; \
+		fi; \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium chromium-driver; \
+	fi
+
+# The TFJob tab's pictures (docs/images/tfjob-tab-*.png), taken by its real-browser test.
+screenshots: install browser
+	TFJOB_REQUIRE_BROWSER=1 TFJOB_TAB_SCREENSHOTS=docs/images $(BIN)/python -m pytest -q -p no:cacheprovider \
+		tests/integration/test_ui_browser_tab.py

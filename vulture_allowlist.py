@@ -105,3 +105,9 @@ types.ModuleType("").__loader__
 
 # kubernetes_asyncio reads it when building its aiohttp connector (hooks/tfjob.py sets no limit).
 kubernetes_asyncio.client.Configuration().connection_pool_maxsize
+
+# Airflow's plugins manager reads these (the airflow.plugins entry point names the class).
+from tfjob_provider.ui.plugin import TFJobPlugin  # noqa: E402
+
+TFJobPlugin.fastapi_apps
+TFJobPlugin.external_views

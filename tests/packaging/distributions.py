@@ -99,6 +99,13 @@ def wheel_problems(wheel: Path, package: str) -> list[str]:
         for name in names:
             if any(part in ("sandbox", "demo", "tests") for part in PurePosixPath(name).parts[1:]):
                 problems.append(f"{wheel.name}: {name} is a sandbox/demo/test module")
+        if entry_points.get("airflow.plugins", "tfjob_provider", fallback=None) != (
+            "tfjob_provider.ui.plugin:TFJobPlugin"
+        ):
+            problems.append(f"{wheel.name}: airflow.plugins entry point (the TFJob tab) missing")
+        for asset in ("tfjob.html", "tfjob.js", "tfjob.css"):
+            if f"tfjob_provider/ui/static/{asset}" not in names:
+                problems.append(f"{wheel.name}: tfjob_provider/ui/static/{asset} (the tab's page) missing")
     if package == SANDBOX:
         if entry_points.get("console_scripts", "tfjob-sandbox", fallback=None) != (
             "tfjob_sandbox.__main__:main"

@@ -6,6 +6,7 @@ failure report, the deletion and the exception (:func:`decide_ending`, :func:`ca
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -35,6 +36,8 @@ from tfjob_provider.kube.errors import (
     NotFoundError,
     TFJobNotServedError,
 )
+from tfjob_provider.ui.record import XCOM_RECORD
+from tfjob_provider.ui.recording import gather_record
 
 if TYPE_CHECKING:
     from tfjob_provider.kube.sync_client import SyncTFJobClient
@@ -106,8 +109,15 @@ class translated_api_errors:
         raise AirflowException(f"{self.task_id}: Kubernetes API request failed: {error.message}") from error
 
 
-def gather_failure_report(client: SyncTFJobClient, outcome: WaitOutcome, *, log_tail_lines: int) -> str:
-    """Fetch pods, culprit log tails and events, and word the culprit-first failure report."""
+def gather_failure_report(
+    client: SyncTFJobClient,
+    outcome: WaitOutcome,
+    *,
+    log_tail_lines: int,
+    kept_logs: dict[str, str] | None = None,
+) -> str:
+    """Fetch pods, culprit log tails and events, and word the culprit-first failure report;
+    the log tails are also put in ``kept_logs`` (for the ``tfjob_record``)."""
     assert outcome.verdict is not None
     verdict = outcome.verdict
     notes: list[str] = []
@@ -128,6 +138,8 @@ def gather_failure_report(client: SyncTFJobClient, outcome: WaitOutcome, *, log_
                 )
             except KubeApiError as error:
                 notes.append(f"(could not read the log of {wanted.pod}: {error.message})")
+    if kept_logs is not None:
+        kept_logs.update(logs)
     try:
         events = client.list_events(
             namespace=outcome.namespace,
@@ -223,12 +235,16 @@ def decide_ending(
     on_finish_action: OnFinishAction = "keep",
     soft_fail: bool = False,
     log_tail_lines: int = 100,
+    observed: Mapping[str, Any] | None = None,
+    try_number: int | None = None,
 ) -> tuple[WaitOutcome, Ending]:
     """Gather what :func:`~tfjob_provider._outcome.task_ending.conclude` needs (fresh read, failure
-    report) and decide; returns the outcome actually concluded (it may be newer than ``outcome``)."""
+    report) and decide; returns the outcome actually concluded (it may be newer than ``outcome``).
+    The ending's XComs include the ``tfjob_record`` (``observed``: what the waiter last saw)."""
     outcome, unread = settle(client, target, outcome)
+    logs: dict[str, str] = {}
     report = (
-        gather_failure_report(client, outcome, log_tail_lines=log_tail_lines)
+        gather_failure_report(client, outcome, log_tail_lines=log_tail_lines, kept_logs=logs)
         if needs_report(outcome)
         else None
     )
@@ -240,7 +256,16 @@ def decide_ending(
         report=report,
         state_unread=unread,
     )
-    return outcome, ending
+    record = gather_record(
+        client,
+        target,
+        outcome,
+        observed=observed,
+        logs=logs,
+        try_number=try_number,
+        cluster_readable=unread is None,
+    )
+    return outcome, replace(ending, xcoms={**ending.xcoms, XCOM_RECORD: record})
 
 
 def exception_for(ending: Ending, *, role: Role) -> BaseException:

@@ -336,7 +336,7 @@ def read_job(
     """The TFJob (``None``, and no pods, if absent) and its pods straight from the API server: one
     LIST and one GET, pods first.  The training operator writes a terminal condition before it
     acts on pods because of it (cleanPodPolicy), so a TFJob read after its pods is at least as
-    new as every pod change it caused (``wait_outcome.FRESH_READ_ORDER``).  Every fresh read —
+    new as every pod change it caused (``_outcome.wait.FRESH_READ_ORDER``).  Every fresh read —
     confirmations, deadlines, polls — goes through here, sync and async alike."""
     pods = yield from list_job_pods(session, name, namespace=namespace)
     try:

@@ -15,6 +15,7 @@ from tfjob_provider.constants import (
     LABEL_REPLICA_TYPE,
     REPLICA_TYPES,
 )
+from tfjob_provider.kube.instances import EarlierInstances, PodInstance
 
 JobKey = tuple[str, str]
 """``(namespace, name)`` of a TFJob."""
@@ -30,12 +31,16 @@ class JobSnapshot:
     :param recreations: per replica type (``"Worker"``), how often one of its pods was seen
         replaced by a new pod (another UID) in the same slot while this tracker watched; types
         without a recreation are absent.
+    :param earlier: pod instances seen replaced or deleted meanwhile (bounded, oldest first).
+    :param earlier_dropped: gone instances not kept in ``earlier`` (over its bound).
     """
 
     tfjob: Mapping[str, Any] | None
     pods: tuple[Mapping[str, Any], ...]
     deleted: bool
     recreations: Mapping[str, int] = field(default_factory=dict)
+    earlier: tuple[PodInstance, ...] = ()
+    earlier_dropped: int = 0
 
 
 # --- slimming -----------------------------------------------------------------------------------
@@ -283,6 +288,8 @@ class JobTracker:
         # Recreation counting: the last pod UID seen per slot, and the count per (owner, type).
         self._slot_uids: dict[JobKey, dict[Slot, str]] = {}
         self._recreated: dict[JobKey, dict[tuple[str, str], int]] = {}
+        # Pod instances seen go (replaced or deleted), for the record the waiter leaves.
+        self._earlier: dict[JobKey, EarlierInstances] = {}
 
     # -- helpers
     def _wanted(self, key: JobKey | None) -> bool:
@@ -333,6 +340,9 @@ class JobTracker:
         return changed
 
     # -- pods
+    def _remember_gone(self, key: JobKey, pod: Mapping[str, Any]) -> None:
+        self._earlier.setdefault(key, EarlierInstances()).add(_controller_uid(pod) or "", pod)
+
     def _note_incarnation(self, key: JobKey, obj: Mapping[str, Any]) -> None:
         """Count a recreation when a slot's pod has another UID than the last one seen there."""
         slot, uid = _slot_of(obj), _meta(obj, "uid")
@@ -343,6 +353,9 @@ class JobTracker:
         if previous is not None and previous != uid:
             counts = self._recreated.setdefault(key, {})
             counts[slot[:2]] = counts.get(slot[:2], 0) + 1
+            replaced = self._pods.get(key, {}).get(str(_meta(obj, "name")))
+            if replaced is not None and _meta(replaced, "uid") == previous:
+                self._remember_gone(key, replaced)
         uids[slot] = str(uid)
 
     def apply_pod_event(self, event_type: str, obj: Mapping[str, Any]) -> set[JobKey]:
@@ -357,6 +370,7 @@ class JobTracker:
             # A DELETED for an older incarnation (other UID) must not remove the recreated pod.
             if current is not None and (_meta(current, "uid") in (None, _meta(obj, "uid"))):
                 del pods[str(name)]
+                self._remember_gone(key, self.shrink_pod(obj))
             if not pods:
                 self._pods.pop(key, None)
             return {key}
@@ -375,6 +389,10 @@ class JobTracker:
                 assert key is not None
                 self._note_incarnation(key, obj)
                 fresh.setdefault(key, {})[str(name)] = obj if shrunk else self.shrink_pod(obj)
+        for key, pods in self._pods.items():
+            for name, pod in pods.items():
+                if name not in fresh.get(key, {}):
+                    self._remember_gone(key, pod)
         changed = set(self._pods) | set(fresh)
         self._pods = fresh
         return changed
@@ -391,7 +409,15 @@ class JobTracker:
         for (owner, replica_type), count in self._recreated.get(key, {}).items():
             if uid is None or owner in ("", uid):
                 recreations[replica_type] = recreations.get(replica_type, 0) + count
-        return JobSnapshot(tfjob=tfjob, pods=selected, deleted=key in self._deleted, recreations=recreations)
+        earlier = self._earlier.get(key)
+        return JobSnapshot(
+            tfjob=tfjob,
+            pods=selected,
+            deleted=key in self._deleted,
+            recreations=recreations,
+            earlier=earlier.of(uid) if earlier is not None else (),
+            earlier_dropped=earlier.dropped if earlier is not None else 0,
+        )
 
     def forget(self, key: JobKey) -> None:
         """Drop everything about one job (its last subscriber left)."""
@@ -401,6 +427,7 @@ class JobTracker:
         self._deleted.discard(key)
         self._slot_uids.pop(key, None)
         self._recreated.pop(key, None)
+        self._earlier.pop(key, None)
 
     def __len__(self) -> int:
         return len(self._tfjobs)

@@ -67,11 +67,13 @@ from tfjob_provider.operators._submission import Submission, TaskIdentity, submi
 from tfjob_provider.operators._worker_wait import wait_in_worker, wake_worker_waits
 from tfjob_provider.policy import Rules, decide
 from tfjob_provider.triggers.tfjob import TFJobTrigger
+from tfjob_provider.ui.record import XCOM_CONN_ID, now_iso, observe
 
 if TYPE_CHECKING:
     from airflow.providers.common.compat.sdk import Context
 
     from tfjob_provider.kube.sync_client import SyncTFJobClient
+    from tfjob_provider.kube.tracking import JobSnapshot
 
 #: Seconds the chief's log stream gets to deliver its last lines before the outcome is reported.
 LOG_DRAIN_SECONDS: Final = 2.0
@@ -329,6 +331,7 @@ class TFJobOperator(FailFastTemplates, BaseOperator):
         self.dashboard_url_template = dashboard_url_template
         self._job: tuple[str, str, str | None] | None = None
         self._killed: str | None = None
+        self._last_seen: JobSnapshot | None = None
         self.check_template_field_nesting()
 
     @cached_property
@@ -420,16 +423,30 @@ class TFJobOperator(FailFastTemplates, BaseOperator):
                 tfjob, pods = read_job(client, name=name, namespace=namespace)
                 outcome = judge_confirmed(client, target, tfjob, pods)
             if outcome is not None:
-                return self._conclude(context, target, outcome)
+                return self._conclude(context, target, outcome, observe(tfjob, pods, decided_at=now_iso()))
         if self.deferrable:
             self._defer(target)
-        return self._conclude(context, target, self._wait_in_worker(client, target))
+        outcome = self._wait_in_worker(client, target)
+        seen = self._last_seen
+        observed = (
+            None
+            if seen is None
+            else observe(
+                seen.tfjob,
+                seen.pods,
+                earlier=seen.earlier,
+                earlier_dropped=seen.earlier_dropped,
+                decided_at=now_iso(),
+            )
+        )
+        return self._conclude(context, target, outcome, observed)
 
     def _publish(self, context: Context, *, name: str, namespace: str, uid: str | None) -> None:
         ti = context["ti"]
         ti.xcom_push(key=XCOM_NAME, value=name)
         ti.xcom_push(key=XCOM_NAMESPACE, value=namespace)
         ti.xcom_push(key=XCOM_UID, value=uid)
+        ti.xcom_push(key=XCOM_CONN_ID, value=self.kubernetes_conn_id)
         url = render_dashboard_url(dashboard_url_template(self), name=name, namespace=namespace, uid=uid)
         if url:
             ti.xcom_push(key=TFJobLink().xcom_key, value=url)
@@ -480,14 +497,18 @@ class TFJobOperator(FailFastTemplates, BaseOperator):
             LogStreamer(client, namespace=target.namespace, emit=self.log.info) if self.get_logs else None
         )
         self.log.info("Waiting for TFJob %s/%s (uid %s)", target.namespace, target.name, target.uid)
+
+        def on_snapshot(snapshot: JobSnapshot) -> None:
+            self._last_seen = snapshot
+            if streamer is not None:
+                streamer.update(snapshot.pods)
+
         try:
             return wait_in_worker(
                 client,
                 target,
                 poll_interval=self.poll_interval,
-                on_snapshot=(lambda snapshot: streamer.update(snapshot.pods))
-                if streamer is not None
-                else None,
+                on_snapshot=on_snapshot,
                 interrupted=lambda: self._killed,
             )
         except AirflowTaskTimeout:
@@ -528,7 +549,8 @@ class TFJobOperator(FailFastTemplates, BaseOperator):
             rules=self._rules(),
             startup_timeout=self.startup_timeout,
         )
-        return self._conclude(context, target, outcome)
+        observed = event.get("observed") if isinstance(event, Mapping) else None
+        return self._conclude(context, target, outcome, observed if isinstance(observed, Mapping) else None)
 
     def resume_execution(self, next_method: str, next_kwargs: dict[str, Any] | None, context: Context) -> Any:
         """Airflow's own deferral timeout (the safety net) fired: delete the TFJob, then time out."""
@@ -552,8 +574,15 @@ class TFJobOperator(FailFastTemplates, BaseOperator):
 
     # --- concluding ----------------------------------------------------------------------------------
 
-    def _conclude(self, context: Context, target: WaitTarget, outcome: WaitOutcome) -> dict[str, Any] | None:
-        """End the task as :func:`tfjob_provider._outcome.task_ending.conclude` decides for ``outcome``."""
+    def _conclude(
+        self,
+        context: Context,
+        target: WaitTarget,
+        outcome: WaitOutcome,
+        observed: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any] | None:
+        """End the task as :func:`tfjob_provider._outcome.task_ending.conclude` decides for ``outcome``;
+        ``observed``: what the waiter last saw (:func:`tfjob_provider.ui.record.observe`)."""
         client = self.hook.client
         with translated_api_errors(self.task_id):
             outcome, ending = decide_ending(
@@ -563,6 +592,8 @@ class TFJobOperator(FailFastTemplates, BaseOperator):
                 role="operator",
                 on_finish_action=self.on_finish_action,
                 log_tail_lines=self.log_tail_lines,
+                observed=observed,
+                try_number=getattr(context["ti"], "try_number", None),
             )
         return carry_out(client, outcome, ending, role="operator", ti=context["ti"], log=self.log)
 

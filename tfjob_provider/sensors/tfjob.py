@@ -31,6 +31,7 @@ from tfjob_provider.hooks.tfjob import TFJobHook
 from tfjob_provider.links import XCOM_NAME, XCOM_NAMESPACE, XCOM_UID, TFJobLink
 from tfjob_provider.policy import Rules
 from tfjob_provider.triggers.tfjob import TFJobTrigger
+from tfjob_provider.ui.record import XCOM_CONN_ID
 
 if TYPE_CHECKING:
     from airflow.providers.common.compat.sdk import Context
@@ -116,6 +117,7 @@ class TFJobSensor(FailFastTemplates, BaseSensorOperator):
         ti.xcom_push(key=XCOM_NAME, value=self.job_name)
         ti.xcom_push(key=XCOM_NAMESPACE, value=namespace)
         ti.xcom_push(key=XCOM_UID, value=outcome_uid)
+        ti.xcom_push(key=XCOM_CONN_ID, value=self.kubernetes_conn_id)
         self._published_uid = outcome_uid
 
     # --- poke and reschedule --------------------------------------------------------------------
@@ -165,11 +167,20 @@ class TFJobSensor(FailFastTemplates, BaseSensorOperator):
     def execute_complete(self, context: Context, event: Mapping[str, Any]) -> Any:
         outcome = outcome_from_event(self.task_id, event)
         self._publish(context, outcome.uid, outcome.namespace)
-        return self._conclude(context, self._target(), outcome)
+        observed = event.get("observed") if isinstance(event, Mapping) else None
+        return self._conclude(
+            context, self._target(), outcome, observed if isinstance(observed, Mapping) else None
+        )
 
     # --- concluding -----------------------------------------------------------------------------
 
-    def _conclude(self, context: Context, target: WaitTarget, outcome: WaitOutcome) -> dict[str, Any] | None:
+    def _conclude(
+        self,
+        context: Context,
+        target: WaitTarget,
+        outcome: WaitOutcome,
+        observed: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any] | None:
         """End the task as :func:`tfjob_provider._outcome.task_ending.conclude` decides (never deletes)."""
         client = self.hook.client
         with translated_api_errors(self.task_id):
@@ -180,6 +191,8 @@ class TFJobSensor(FailFastTemplates, BaseSensorOperator):
                 role="sensor",
                 soft_fail=self.soft_fail,
                 log_tail_lines=self.log_tail_lines,
+                observed=observed,
+                try_number=getattr(context["ti"], "try_number", None),
             )
         return carry_out(client, outcome, ending, role="sensor", ti=context["ti"], log=self.log)
 

@@ -28,6 +28,7 @@ from tfjob_provider.kube import operations as ops
 from tfjob_provider.kube.errors import KubeApiError, NotFoundError
 from tfjob_provider.kube.shared_watch import SharedJobWatch, Subscription
 from tfjob_provider.policy import Rules
+from tfjob_provider.ui.record import now_iso, observe
 
 if TYPE_CHECKING:
     from tfjob_provider.kube.async_client import AsyncTFJobClient
@@ -49,7 +50,9 @@ class TFJobTrigger(BaseTrigger):
     ``{"status": "success"|"failed"|"timeout"|"error", "name", "namespace", "uid", "message",
     "verdict": <Verdict.to_dict()> | None, "start_time", "completion_time", "outputs_pod",
     "outputs_message", "recreations"}`` — a few KiB at most: the verdict carries at most 20 pod
-    names and the termination message at most 4097 characters.
+    names and the termination message at most 4097 characters — plus ``"observed"``, what the
+    watch last saw, for the task's ``tfjob_record`` (:func:`tfjob_provider.ui.record.observe`:
+    one short row per pod instance, at most 300).
 
     :param name: name of the TFJob.
     :param namespace: namespace of the TFJob.
@@ -99,6 +102,7 @@ class TFJobTrigger(BaseTrigger):
         self.poll_interval = None if poll_interval is None else float(poll_interval)
         self.cancel_on_kill = cancel_on_kill
         self.wait_for_existence = wait_for_existence
+        self._last_seen: JobSnapshot | None = None
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -155,7 +159,20 @@ class TFJobTrigger(BaseTrigger):
                     f"waiting for TFJob {self.namespace}/{self.name} failed: {describe_error(error)}"
                 )
         self.log.info("TFJob %s/%s: %s — %s", self.namespace, self.name, outcome.status, outcome.message)
-        yield TriggerEvent(outcome.to_event())  # type: ignore[no-untyped-call]
+        yield TriggerEvent({**outcome.to_event(), "observed": self._observed()})  # type: ignore[no-untyped-call]
+
+    def _observed(self) -> dict[str, Any] | None:
+        """What the watch last saw, for the task's ``tfjob_record``; None if it saw nothing."""
+        seen = self._last_seen
+        if seen is None:
+            return None
+        return observe(
+            seen.tfjob,
+            seen.pods,
+            earlier=seen.earlier,
+            earlier_dropped=seen.earlier_dropped,
+            decided_at=now_iso(),
+        )
 
     async def _wait(self, target: WaitTarget) -> WaitOutcome:
         alarms = WallClockAlarms.of(asyncio.get_running_loop())
@@ -170,6 +187,7 @@ class TFJobTrigger(BaseTrigger):
                 if snapshot is not None:
                     if arrived:  # an unchanged snapshot judged at a rule's instant has nothing to wait for
                         snapshot = await self._settle(target, snapshot, subscription)
+                    self._last_seen = snapshot
                     outcome, wake_at = await self._judge(client, target, snapshot)
                     if outcome is not None:
                         return outcome.with_recreations(snapshot.recreations)
