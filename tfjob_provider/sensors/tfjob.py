@@ -45,7 +45,7 @@ from tfjob_provider.policy import Rules
 from tfjob_provider.task_params import DEFERRAL_TIMEOUT_MARGIN, coerce_rules, seconds
 from tfjob_provider.templating import FailFastTemplates
 from tfjob_provider.triggers.tfjob import TFJobTrigger
-from tfjob_provider.ui.record import XCOM_CONN_ID
+from tfjob_provider.ui.record import XCOM_CONN_ID, now_iso, observe
 from tfjob_provider.wait_outcome import WaitOutcome, WaitTarget, format_utc, utc_now
 
 if TYPE_CHECKING:
@@ -150,7 +150,8 @@ class TFJobSensor(FailFastTemplates, BaseSensorOperator):
             outcome = judge_confirmed(self.hook.client, target, tfjob, pods)
         if outcome is None:
             return False
-        return PokeReturnValue(is_done=True, xcom_value=self._conclude(context, target, outcome))
+        observed = observe(tfjob, pods, decided_at=now_iso())
+        return PokeReturnValue(is_done=True, xcom_value=self._conclude(context, target, outcome, observed))
 
     # --- deferrable -----------------------------------------------------------------------------
 
