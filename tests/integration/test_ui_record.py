@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tfjob_sandbox.testing import unique_name
 
 from tests.integration.airflow_harness import RunOutcome, load_dag, run_dag, write_dag_file, xcom_value
-from tests.integration.trigger_helpers import delete_tfjob, tfjob_exists
+from tests.integration.trigger_helpers import delete_tfjob, submit_tfjob, tfjob_exists
 from tfjob_provider.ui.data import NO_TFJOB, UnknownPod, build_view, read_log
 from tfjob_provider.ui.record import MAX_RECORD_BYTES, POD_FIELDS, size_of
 
@@ -232,3 +233,39 @@ def test_a_failed_tfjob_keeps_its_culprit_and_its_last_lines(
     assert (plain["status"], plain["message"], plain["tfjob"]) == ("no_tfjob", NO_TFJOB, None)
     earlier = _view(outcome, try_number=7)
     assert earlier["message"].startswith("Try 7 is not kept")
+
+
+SENSOR_DAG = """
+from __future__ import annotations
+import datetime
+from airflow.sdk import DAG
+from tfjob_provider.sensors.tfjob import TFJobSensor
+
+with DAG("ui_sensor", schedule=None, start_date=datetime.datetime(2024, 1, 1)) as dag:
+    TFJobSensor(task_id="watch", job_name={name!r}, deferrable=True, poke_interval=1, timeout=120)
+"""
+
+
+#: Long enough for the sensor to see it run; the worker ends first (so no cleanPodPolicy deletes it).
+SENSED = (
+    "import json, os, time; kind = json.loads(os.environ['TF_CONFIG'])['task']['type'];"
+    "time.sleep(30 if kind == 'chief' else 25)"
+)
+
+
+def test_a_sensor_leaves_a_record_of_the_tfjob_it_watched(cluster: Any, dags_folder: Path) -> None:
+    name = unique_name("ui-sensor")
+    uid = submit_tfjob(name, command=["python", "-c", SENSED], worker=1)
+    outcome = run_dag(
+        load_dag(write_dag_file(dags_folder, "ui_sensor", SENSOR_DAG.format(name=name)), "ui_sensor")
+    )
+    assert outcome.task("watch").state == "success"
+    assert xcom_value(outcome, "watch", "tfjob_conn_id") == "kubernetes_default"
+    record = xcom_value(outcome, "watch", "tfjob_record")
+    assert (record["uid"], record["status"], record["verdict"]["state"]) == (uid, "success", "Succeeded")
+    shown = _view(outcome, task_id="watch")
+    assert shown["status"] == "live" and shown["tfjob"]["uid"] == uid
+    assert [(group["type"], group["count"]) for group in shown["replicas"]["groups"]] == [
+        ("Chief", 1),
+        ("Worker", 1),
+    ]

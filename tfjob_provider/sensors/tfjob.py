@@ -31,7 +31,7 @@ from tfjob_provider.hooks.tfjob import TFJobHook
 from tfjob_provider.links import XCOM_NAME, XCOM_NAMESPACE, XCOM_UID, TFJobLink
 from tfjob_provider.policy import Rules
 from tfjob_provider.triggers.tfjob import TFJobTrigger
-from tfjob_provider.ui.record import XCOM_CONN_ID
+from tfjob_provider.ui.record import XCOM_CONN_ID, now_iso, observe
 
 if TYPE_CHECKING:
     from airflow.providers.common.compat.sdk import Context
@@ -136,7 +136,8 @@ class TFJobSensor(FailFastTemplates, BaseSensorOperator):
             outcome = judge_confirmed(self.hook.client, target, tfjob, pods)
         if outcome is None:
             return False
-        return PokeReturnValue(is_done=True, xcom_value=self._conclude(context, target, outcome))
+        observed = observe(tfjob, pods, decided_at=now_iso())
+        return PokeReturnValue(is_done=True, xcom_value=self._conclude(context, target, outcome, observed))
 
     # --- deferrable -----------------------------------------------------------------------------
 

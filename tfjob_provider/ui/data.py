@@ -61,7 +61,7 @@ class LogTail:
 
     text: str
     source: Literal["live", "record"]
-    truncated: bool
+    truncated: bool = False
 
 
 @dataclass(frozen=True)
