@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-# (folder relative to the repository root, tier); the first match wins.
+# (path prefix relative to the repository root, tier); the first match wins.
 TIERS: tuple[tuple[str, str], ...] = (
     ("tests/unit/", "unit"),
     ("tfjob-sandbox/tests/", "sandbox"),
     ("tests/integration/realtf/", "realtf"),
+    ("tests/integration/test_ui_browser", "browser"),
     ("tests/integration/", "airflow"),
-    ("tests/ui/", "browser"),
     ("tests/examples/", "examples"),
     ("tests/e2e/", "e2e"),
     ("tests/packaging/", "packaging"),
