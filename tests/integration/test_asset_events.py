@@ -20,6 +20,9 @@ WRITES_MODEL = (
     " 'refused_uri': 'airflow://not-an-asset', 'loss': 0.125, 'try': os.environ['TRY']}))"
 )
 
+#: The same, then exit 137 (retryable under ``Never``) on Airflow's try 1 only.
+CRASHES_ON_TRY_1 = f"{WRITES_MODEL}; import sys; sys.exit(137 if os.environ['TRY'] == '1' else 0)"
+
 DAG_SOURCE = """
 from __future__ import annotations
 import datetime, os
@@ -27,7 +30,8 @@ from airflow.sdk import DAG, Asset, AssetAlias, task
 from tfjob_provider.operators.tfjob import TFJobOperator
 
 with DAG("{dag_id}", schedule=None, start_date=datetime.datetime(2024, 1, 1)) as dag:
-    env = {{"RUN": "{{{{ run_id | replace(':', '-') | replace('+', '-') }}}}", "TRY": "{{{{ ti.try_number }}}}"}}
+    run = "{{{{ run_id | replace(':', '-') | replace('+', '-') }}}}"
+    env = {{"RUN": run, "TRY": "{{{{ ti.try_number }}}}"}}
     TFJobOperator(
         task_id="train",
         image="python:3.11",
@@ -51,7 +55,7 @@ with DAG("{dag_id}", schedule=None, start_date=datetime.datetime(2024, 1, 1)) as
     TFJobOperator(
         task_id="retried",
         image="python:3.11",
-        command=["python", "-c", "import os, sys; {program}; sys.exit(137 if os.environ['TRY'] == '1' else 0)"],
+        command=["python", "-c", {retried!r}],
         env=env,
         worker=1,
         restart_policy="Never",
@@ -96,7 +100,9 @@ def asset_events(name: str | None = None, uri: str | None = None) -> list[dict[s
 
 
 def run_tasks(dags_folder: Path, dag_id: str, prefix: str) -> RunOutcome:
-    source = DAG_SOURCE.format(dag_id=dag_id, program=WRITES_MODEL, prefix=prefix, python=sys.executable)
+    source = DAG_SOURCE.format(
+        dag_id=dag_id, program=WRITES_MODEL, retried=CRASHES_ON_TRY_1, prefix=prefix, python=sys.executable
+    )
     return run_dag(load_dag(write_dag_file(dags_folder, dag_id, source), dag_id))
 
 
