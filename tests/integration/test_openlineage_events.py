@@ -15,6 +15,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
 from tfjob_sandbox.testing import unique_name
 
 from tests.integration.airflow_harness import RunOutcome, write_dag_file, xcom_value
@@ -99,7 +100,7 @@ def run_with_openlineage(path: Path, dag_id: str, events_file: Path) -> str:
         env=env,
         capture_output=True,
         text=True,
-        timeout=540,
+        timeout=840,
         cwd=Path(__file__).parents[2],
         check=False,
     )
@@ -125,6 +126,8 @@ def facet(event: dict[str, Any], where: str, key: str) -> dict[str, Any]:
     return {name: value for name, value in event[where]["facets"][key].items() if not name.startswith("_")}
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(900)
 def test_succeeded_failed_and_retried_tfjobs_in_openlineage_events(
     cluster: Any, dags_folder: Path, tmp_path: Path
 ) -> None:

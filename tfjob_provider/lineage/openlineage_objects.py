@@ -22,7 +22,7 @@ _SCHEMA: Final = "https://github.com/tfjob-provider/tfjob-provider/blob/main/doc
 
 
 @define
-class TFJobJobFacet(JobFacet):  # type: ignore[misc]
+class TFJobJobFacet(JobFacet):
     """The TFJob's shape (:func:`tfjob_provider.lineage.facets.job_facet`)."""
 
     replicaSpecs: dict[str, Any] = field(factory=dict)
@@ -36,7 +36,7 @@ class TFJobJobFacet(JobFacet):  # type: ignore[misc]
 
 
 @define
-class TFJobRunFacet(RunFacet):  # type: ignore[misc]
+class TFJobRunFacet(RunFacet):
     """How the TFJob ended (:func:`tfjob_provider.lineage.facets.run_facet`)."""
 
     ending: str
@@ -68,7 +68,7 @@ def operator_lineage(
     error: str | None = None,
     inputs: Sequence[DatasetName] = (),
     outputs: Sequence[DatasetName] = (),
-) -> OperatorLineage:
+) -> OperatorLineage[Dataset, Any]:
     """An :class:`OperatorLineage` of the given facet contents and datasets."""
     run_facets: dict[str, Any] = {}
     if run is not None:

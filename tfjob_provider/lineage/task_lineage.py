@@ -68,7 +68,7 @@ class TFJobLineage:
         )
         return result
 
-    def _lineage(self, *, ended: bool) -> OperatorLineage:
+    def _lineage(self, *, ended: bool) -> OperatorLineage[Any, Any]:
         from tfjob_provider.lineage.openlineage_objects import operator_lineage
 
         end = self._lineage_end if ended else None
@@ -81,13 +81,13 @@ class TFJobLineage:
             outputs=datasets(_uris(self.outlets), outputs, self.output_asset_keys),
         )
 
-    def get_openlineage_facets_on_start(self) -> OperatorLineage:
+    def get_openlineage_facets_on_start(self) -> OperatorLineage[Any, Any]:
         return self._lineage(ended=False)
 
-    def get_openlineage_facets_on_complete(self, task_instance: Any) -> OperatorLineage:
+    def get_openlineage_facets_on_complete(self, _task_instance: Any) -> OperatorLineage[Any, Any]:
         return self._lineage(ended=True)
 
-    def get_openlineage_facets_on_failure(self, task_instance: Any) -> OperatorLineage:
+    def get_openlineage_facets_on_failure(self, _task_instance: Any) -> OperatorLineage[Any, Any]:
         return self._lineage(ended=True)
 
 
