@@ -76,13 +76,13 @@ def _triggered_lines(evidence: Evidence) -> list[str]:
     if evidence.scenario.triggers is None:
         return []
     if triggered is None:
-        return [f"{'asset':<9} {evidence.scenario.triggers[0]} did not run"]
+        return [f"{'Asset':<9} {evidence.scenario.triggers[0]} did not run"]
     sources = ", ".join(
         f"{event.source_dag_id} run {event.source_run_id} task {event.source_task_id}"
         for event in triggered.consumed
     )
     lines = [
-        f"{'asset':<9} {triggered.dag_id} run {triggered.run_id} ({triggered.run_type}), "
+        f"{'Asset':<9} {triggered.dag_id} run {triggered.run_id} ({triggered.run_type}), "
         f"triggered by the asset event of {sources or 'no event'}"
     ]
     shown = triggered.result if isinstance(triggered.result, dict) else {}
