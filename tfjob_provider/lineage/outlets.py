@@ -33,8 +33,15 @@ def fill_outlet_events(
     for outlet in outlets:
         if isinstance(outlet, AssetAlias):
             continue
-        if isinstance(outlet, Asset) or type(outlet).__name__ in ("AssetNameRef", "AssetUriRef"):
+        if isinstance(outlet, Asset):
             events[outlet].extra.update(extra)
+        elif type(outlet).__name__ in ("AssetNameRef", "AssetUriRef"):
+            # Airflow resolves a reference through the API server (3.1+; 3.0 refuses it): an event
+            # that cannot be filled is Airflow's to record as it is, never a reason to fail the task.
+            try:
+                events[outlet].extra.update(extra)
+            except Exception as error:
+                log.warning("Asset event of %r left without the TFJob's extra: %s", outlet, error)
     if not aliases:
         return
     found, problems = output_uris(result.get("outputs"), output_asset_keys)
