@@ -440,6 +440,7 @@ class TFJobOperator(FailFastTemplates, TFJobLineage, BaseOperator):
     # --- execute ------------------------------------------------------------------------------------
 
     def execute(self, context: Context) -> Any:
+        self._lineage_end = None  # a try's lineage never shows an earlier try's ending
         ti = context["ti"]
         identity = TaskIdentity(
             dag_id=ti.dag_id,

@@ -168,6 +168,7 @@ class TFJobSensor(FailFastTemplates, TFJobLineage, BaseSensorOperator):
     # --- deferrable -----------------------------------------------------------------------------
 
     def execute(self, context: Context) -> Any:
+        self._lineage_end = None  # a try's lineage never shows an earlier try's ending
         if not self.deferrable:
             return super().execute(context)
         first = self.poke(context)
