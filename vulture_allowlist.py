@@ -22,6 +22,8 @@ from tfjob_provider import get_provider_info
 from tfjob_provider.clipping import _BoundedRepr
 from tfjob_provider.decorators.tfjob import _TFJobDecoratedOperator
 from tfjob_provider.hooks.tfjob import TFJobHook
+from tfjob_provider.lineage.openlineage_objects import TFJobJobFacet, TFJobRunFacet
+from tfjob_provider.lineage.task_lineage import TFJobLineage
 from tfjob_provider.links import TFJobLink
 from tfjob_provider.operators.tfjob import TFJobOperator
 from tfjob_provider.sensors.tfjob import TFJobSensor
@@ -111,3 +113,20 @@ from tfjob_provider.ui.plugin import TFJobPlugin  # noqa: E402
 
 TFJobPlugin.fastapi_apps
 TFJobPlugin.external_views
+# The OpenLineage provider's DefaultExtractor calls these (docs/guides/assets-and-lineage.md).
+TFJobLineage.get_openlineage_facets_on_start
+TFJobLineage.get_openlineage_facets_on_complete
+TFJobLineage.get_openlineage_facets_on_failure
+# OpenLineage serialises the facets' attrs fields into events and asks each facet for its schema URL.
+TFJobJobFacet.replicaSpecs
+TFJobJobFacet.runPolicy
+TFJobJobFacet.successPolicy
+TFJobJobFacet.enableDynamicWorker
+TFJobJobFacet._get_schema
+TFJobRunFacet.decidingPods
+TFJobRunFacet.recreationCount
+TFJobRunFacet.startTime
+TFJobRunFacet.completionTime
+TFJobRunFacet.durationSeconds
+TFJobRunFacet.outputKeys
+TFJobRunFacet._get_schema

@@ -127,3 +127,64 @@ def logged_failures(log_text: str) -> list[LoggedVerdict]:
                 )
             )
     return verdicts
+
+
+@dataclass(frozen=True)
+class ConsumedEvent:
+    """An asset event a DagRun was started by: where it came from and its ``extra``."""
+
+    source_dag_id: str | None
+    source_run_id: str | None
+    source_task_id: str | None
+    extra: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class TriggeredRun:
+    """The latest run of an asset-scheduled DAG, the events it consumed and one task's result."""
+
+    dag_id: str
+    run_id: str
+    run_type: str
+    task_state: str | None
+    consumed: list[ConsumedEvent]
+    result: Any
+
+
+def read_triggered_run(database: Path, *, dag_id: str, task_id: str) -> TriggeredRun | None:
+    """The latest run of ``dag_id``, its consumed asset events and ``task_id``'s state and result."""
+    with _connect(database) as connection:
+        row = connection.execute(
+            "SELECT id, run_id, run_type FROM dag_run WHERE dag_id = ? ORDER BY id DESC LIMIT 1", (dag_id,)
+        ).fetchone()
+        if row is None:
+            return None
+        run_pk, run_id, run_type = row
+        consumed = [
+            ConsumedEvent(source_dag_id, source_run_id, source_task_id, _json(extra))
+            for source_dag_id, source_run_id, source_task_id, extra in connection.execute(
+                "SELECT e.source_dag_id, e.source_run_id, e.source_task_id, e.extra "
+                "FROM dagrun_asset_event AS d JOIN asset_event AS e ON e.id = d.event_id "
+                "WHERE d.dag_run_id = ? ORDER BY e.id",
+                (run_pk,),
+            )
+        ]
+        state = connection.execute(
+            "SELECT state FROM task_instance "
+            "WHERE dag_id = ? AND run_id = ? AND task_id = ? AND map_index = -1",
+            (dag_id, run_id, task_id),
+        ).fetchone()
+    result = read_xcom(database, dag_id=dag_id, run_id=str(run_id), task_id=task_id)
+    return TriggeredRun(
+        dag_id=dag_id,
+        run_id=str(run_id),
+        run_type=str(run_type),
+        task_state=state[0] if state else None,
+        consumed=consumed,
+        result=result,
+    )
+
+
+def _json(value: Any) -> dict[str, Any]:
+    parsed = json.loads(value) if isinstance(value, (str, bytes)) else value
+    return parsed if isinstance(parsed, dict) else {}

@@ -37,7 +37,7 @@ from demo.airflow_setup import (
     migrate_database,
 )
 from demo.observer import ClusterObserver
-from demo.outcomes import XCOM_TFJOB_FAILURE, XCOM_TFJOB_NAME, read_run, read_xcom
+from demo.outcomes import XCOM_TFJOB_FAILURE, XCOM_TFJOB_NAME, read_run, read_triggered_run, read_xcom
 from demo.processes import (
     RUN_MARKER,
     ManagedProcess,
@@ -88,6 +88,7 @@ class DagTestRun:
     exit_status: int | None = None
     seconds: float = 0.0
     timed_out: bool = False
+    triggers: tuple[str, str] | None = None
 
     @property
     def database(self) -> Path:
@@ -152,8 +153,14 @@ def gather_evidence(
         task_id: read_xcom(run.database, dag_id=scenario.dag_id, run_id=record.run_id, task_id=task_id)
         for task_id in related
     }
+    triggered = (
+        read_triggered_run(run.database, dag_id=scenario.triggers[0], task_id=scenario.triggers[1])
+        if scenario.triggers
+        else None
+    )
     return Evidence(
         scenario=scenario,
+        triggered=triggered,
         run=record,
         task=record.tasks.get(scenario.task_id),
         attempts=attempts,
@@ -175,9 +182,19 @@ def _run_dags(
 ) -> None:
     """Start every ``airflow dags test`` at once and wait for all (each within ``dag_timeout``)."""
     for run in runs:
+        command = [*airflow_cli(), "dags", "test", run.dag_id, settings.logical_date]
+        if run.triggers is not None:  # the DAG and the one its asset event starts
+            command = [
+                sys.executable,
+                "-m",
+                "demo.asset_pair",
+                run.dag_id,
+                settings.logical_date,
+                *run.triggers,
+            ]
         run.process = processes.start(
             f"dags-test-{run.dag_id}",
-            [*airflow_cli(), "dags", "test", run.dag_id, settings.logical_date],
+            command,
             env=env_for(run),
             cwd=run.home,
             log_path=run.log_path,
@@ -188,7 +205,9 @@ def _run_dags(
         for run in list(pending):
             assert run.process is not None
             elapsed = time.monotonic() - run.seconds
-            if run.process.alive() and elapsed < settings.dag_timeout:
+            # The asset pair is three Airflow commands (demo.asset_pair): twice the time.
+            limit = settings.dag_timeout * (2 if run.triggers else 1)
+            if run.process.alive() and elapsed < limit:
                 continue
             if run.process.alive():
                 run.timed_out = True
@@ -231,7 +250,12 @@ def run_demo(settings: DemoSettings, *, out: TextIO = sys.stdout) -> DemoReport:
             step_seconds=settings.step_seconds,
             tf_python=settings.tf_python,
         )
-        extra = {**variables, "AIRFLOW__CORE__DEFAULT_TASK_RETRY_DELAY": DEMO_RETRY_DELAY}
+        extra = {
+            **variables,
+            "AIRFLOW__CORE__DEFAULT_TASK_RETRY_DELAY": DEMO_RETRY_DELAY,
+            # An asset event queues a run only of an unpaused DAG (demo.asset_pair).
+            "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
+        }
 
         def env_for_home(home: Path) -> dict[str, str]:
             return {
@@ -247,9 +271,15 @@ def run_demo(settings: DemoSettings, *, out: TextIO = sys.stdout) -> DemoReport:
         _say(out, f"  Airflow metadata DB migrated ({time.monotonic() - migrate_start:.1f}s)")
 
         dag_ids = list(dict.fromkeys(scenario.dag_id for scenario in settings.scenarios))
+        triggers = {
+            scenario.dag_id: scenario.triggers for scenario in settings.scenarios if scenario.triggers
+        }
         runs = [
             DagTestRun(
-                dag_id=dag_id, home=workdir / "airflow" / dag_id, log_path=workdir / "logs" / f"{dag_id}.log"
+                dag_id=dag_id,
+                home=workdir / "airflow" / dag_id,
+                log_path=workdir / "logs" / f"{dag_id}.log",
+                triggers=triggers.get(dag_id),
             )
             for dag_id in dag_ids
         ]

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from demo.observer import ClusterObserver, ReplicaRow, TFJobRecord
-from demo.outcomes import LoggedVerdict, RunRecord, TaskRecord, logged_failures
+from demo.outcomes import LoggedVerdict, RunRecord, TaskRecord, TriggeredRun, logged_failures
 from tfjob_provider.constants import ANNOTATION_TRY_NUMBER
 
 
@@ -55,6 +55,7 @@ class Evidence:
     related_results: dict[str, Any] = field(default_factory=dict)
     logical_date: str = ""
     problems_running: list[str] = field(default_factory=list)
+    triggered: TriggeredRun | None = None
 
 
 Check = Callable[[Evidence], "str | None"]
@@ -70,6 +71,8 @@ class Scenario:
     :param result_key: the XCom holding the TFJob's result dict: ``return_value`` for the
         operator and the sensor, ``tfjob_result`` for ``@task.tfjob`` (whose ``return_value`` is
         the function's).
+    :param triggers: ``(dag_id, task_id)`` of a DAG scheduled on the task's asset, run after it
+        from the asset event (:mod:`demo.asset_pair`).
     """
 
     key: str
@@ -83,6 +86,7 @@ class Scenario:
     job_task_id: str | None = None
     checks: tuple[Check, ...] = ()
     result_key: str = "return_value"
+    triggers: tuple[str, str] | None = None
 
     @property
     def submitting_task(self) -> str:
@@ -204,6 +208,29 @@ def sensor_saw_the_submitted_job(evidence: Evidence) -> str | None:
     return None if seen == uid and uid else f"the sensor judged TFJob uid {seen}, the submitted one is {uid}"
 
 
+def deploy_started_by_the_training(evidence: Evidence) -> str | None:
+    """The consumer's run was asset-triggered by this training run's event, and its task read the
+    model URI, loss and TFJob UID from that event."""
+    triggered, run = evidence.triggered, evidence.run
+    if triggered is None or run is None:
+        return "the asset-scheduled DAG did not run"
+    if triggered.run_type != "asset_triggered":
+        return f"{triggered.dag_id} run {triggered.run_id} is {triggered.run_type}, not asset_triggered"
+    sources = {
+        (event.source_dag_id, event.source_run_id, event.source_task_id) for event in triggered.consumed
+    }
+    if sources != {(run.dag_id, run.run_id, evidence.scenario.task_id)}:
+        return f"{triggered.dag_id} consumed events of {sorted(map(str, sources))}, not of this training"
+    shown = triggered.result if isinstance(triggered.result, dict) else {}
+    outputs = (evidence.result or {}).get("outputs") or {}
+    uid = evidence.attempts[-1].job.uid if evidence.attempts else None
+    wanted = {"model_uri": outputs.get("model_uri"), "loss": outputs.get("loss"), "tfjob_uid": uid}
+    got = {key: shown.get(key) for key in wanted}
+    if triggered.task_state != "success" or got != wanted or not uid:
+        return f"{triggered.dag_id} task ended {triggered.task_state} with {got}, expected {wanted}"
+    return None
+
+
 def distinct_jobs(evidence: Evidence) -> str | None:
     uids = [attempt.job.uid for attempt in evidence.attempts]
     return None if len(set(uids)) == len(uids) else f"a TFJob was reused across tries: {uids}"
@@ -308,6 +335,20 @@ SCENARIOS: tuple[Scenario, ...] = (
         ),
         story="try 1's TFJob fails retryably; try 2 submits a fresh TFJob that resumes from the checkpoint",
         checks=(replica_exits(0, "Worker", 1, [137]), distinct_jobs),
+    ),
+    Scenario(
+        key="asset",
+        title="A trained model is an asset event: deploy_model starts for it",
+        dag_id="tfjob_model_training",
+        task_id="train",
+        expect_state="success",
+        expect_try=1,
+        expect_attempts=(SUCCEEDED,),
+        story="the event's extra carries the model URI, loss and TFJob uid; the asset-scheduled "
+        "deploy_model run is created from it by the scheduler's own step",
+        checks=(deploy_started_by_the_training,),
+        result_key="tfjob_result",
+        triggers=("deploy_model", "show_model"),
     ),
 )
 

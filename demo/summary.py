@@ -70,6 +70,29 @@ def _attempt_lines(attempt: Attempt, *, number: int, total: int) -> list[str]:
     return lines
 
 
+def _triggered_lines(evidence: Evidence) -> list[str]:
+    """The asset-scheduled run the training's asset event started, and what its task read."""
+    triggered = evidence.triggered
+    if evidence.scenario.triggers is None:
+        return []
+    if triggered is None:
+        return [f"{'Asset':<9} {evidence.scenario.triggers[0]} did not run"]
+    sources = ", ".join(
+        f"{event.source_dag_id} run {event.source_run_id} task {event.source_task_id}"
+        for event in triggered.consumed
+    )
+    lines = [
+        f"{'Asset':<9} {triggered.dag_id} run {triggered.run_id} ({triggered.run_type}), "
+        f"triggered by the asset event of {sources or 'no event'}"
+    ]
+    shown = triggered.result if isinstance(triggered.result, dict) else {}
+    lines.append(
+        f"{'':<9} {triggered.dag_id} task {triggered.task_state}: model {shown.get('model_uri')}, "
+        f"loss {shown.get('loss')}, TFJob uid {_short(str(shown.get('tfjob_uid') or ''))}"
+    )
+    return lines
+
+
 def render_scenario(result: ScenarioResult) -> str:
     evidence = result.evidence
     scenario = evidence.scenario
@@ -81,6 +104,7 @@ def render_scenario(result: ScenarioResult) -> str:
         )
     if not evidence.attempts:
         lines.append(f"{INDENT}TFJob     none was seen")
+    lines.extend(INDENT + line for line in _triggered_lines(evidence))
     for problem in result.problems:
         lines.append(f"{INDENT}!! {problem}")
     return "\n".join(lines)

@@ -160,3 +160,53 @@ def test_the_demo_process_does_not_import_airflow() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
     )
     assert out.stdout.strip() == "[]"
+
+
+ASSET = next(s for s in SCENARIOS if s.key == "asset")
+
+
+def asset_evidence(*, source_run_id: str = "train-run", run_type: str = "asset_triggered") -> Evidence:
+    from demo.outcomes import ConsumedEvent, TriggeredRun
+
+    task = TaskRecord(task_id=ASSET.task_id, state="success", try_number=1, max_tries=1)
+    outputs = {"model_uri": "file:///m/model", "loss": 0.19}
+    return Evidence(
+        scenario=ASSET,
+        run=RunRecord(dag_id=ASSET.dag_id, run_id="train-run", state="success", tasks={task.task_id: task}),
+        task=task,
+        attempts=[
+            Attempt(
+                job=job("uid-7"),
+                try_number=1,
+                rows=rows(("Chief", 0, "Succeeded", (0,))),
+                state="Succeeded",
+                reason="ChiefSucceeded",
+            )
+        ],
+        result={"uid": "uid-7", "outputs": outputs},
+        triggered=TriggeredRun(
+            dag_id="deploy_model",
+            run_id="asset_triggered__x",
+            run_type=run_type,
+            task_state="success",
+            consumed=[ConsumedEvent(ASSET.dag_id, source_run_id, ASSET.task_id, {"outputs": outputs})],
+            result={**outputs, "tfjob_uid": "uid-7"},
+        ),
+    )
+
+
+def test_the_asset_scenario_passes_only_for_a_deploy_run_triggered_by_this_training() -> None:
+    assert evaluate(asset_evidence()) == []
+    assert evaluate(asset_evidence(source_run_id="another-run")) == [
+        "deploy_model consumed events of [\"('tfjob_model_training', 'another-run', 'train')\"], "
+        "not of this training"
+    ]
+    assert evaluate(asset_evidence(run_type="manual")) == [
+        "deploy_model run asset_triggered__x is manual, not asset_triggered"
+    ]
+    summary = render_summary([ScenarioResult(asset_evidence(), [])], title="t")
+    assert (
+        "Asset     deploy_model run asset_triggered__x (asset_triggered), triggered by the asset event "
+        "of tfjob_model_training run train-run task train"
+    ) in summary
+    assert "model file:///m/model, loss 0.19, TFJob uid uid-7" in summary

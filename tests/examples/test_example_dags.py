@@ -17,6 +17,8 @@ from tests.dagbag import parse_dag_folder
 from tests.examples.conftest import EXAMPLE_DAGS
 
 EXPECTED_DAGS = {
+    "deploy_model",
+    "tfjob_model_training",
     "tfjob_distributed_training",
     "tfjob_from_yaml",
     "tfjob_retry_policies",
@@ -60,6 +62,15 @@ def test_taskflow_runs_a_function_as_chief_two_workers_one_ps_and_feeds_a_task(d
     assert train.upstream_task_ids == {"pick_data"}
     assert dag.get_task("show_metrics").upstream_task_ids == {"train"}
     assert train.op_kwargs == {"steps": "{{ params.steps }}"}
+
+
+def test_model_asset_pair_trains_into_an_asset_that_schedules_deploy_model(dagbag: Any) -> None:
+    train = dagbag.dags["tfjob_model_training"].get_task("train")
+    assert [type(outlet).__name__ for outlet in train.outlets] == ["Asset", "AssetAlias"]
+    assert train.output_asset_keys == ("model_uri",)
+    deploy = dagbag.dags["deploy_model"]
+    assert [asset.name for asset in deploy.timetable.asset_condition.objects] == [train.outlets[0].name]
+    assert deploy.task_ids == ["show_model"]
 
 
 def test_from_yaml_uses_a_templated_yaml_file(dagbag: Any) -> None:

@@ -44,6 +44,8 @@ from tfjob_provider._outcome.wait import (
 )
 from tfjob_provider.clipping import clip
 from tfjob_provider.hooks.tfjob import TFJobHook
+from tfjob_provider.lineage.extra import check_asset_keys
+from tfjob_provider.lineage.task_lineage import TFJobLineage
 from tfjob_provider.links import (
     XCOM_NAME,
     XCOM_NAMESPACE,
@@ -114,7 +116,7 @@ BUILDER_FIELDS: Final = (
 )
 
 
-class TFJobOperator(FailFastTemplates, BaseOperator):
+class TFJobOperator(FailFastTemplates, TFJobLineage, BaseOperator):
     """Submit a Kubeflow TFJob, wait for it, and end as the chief/worker/PS rules say.
 
     Give the job either as ``tfjob`` (a full manifest) or through the typed parameters
@@ -183,6 +185,11 @@ class TFJobOperator(FailFastTemplates, BaseOperator):
     :param cancel_on_kill: delete the TFJob when the task is killed (``on_kill``; in deferrable
         mode the trigger's ``on_kill``, Airflow >= 3.3).
     :param reattach: adopt this task instance's existing unfinished TFJob instead of replacing it.
+    :param output_asset_keys: keys of the outputs whose values are URIs (a string or a list of
+        them) of what the training wrote: each becomes an asset event of every ``AssetAlias``
+        outlet and an OpenLineage output dataset (docs/guides/assets-and-lineage.md).
+    :param input_asset_keys: keys of the outputs whose values are URIs of what the training read:
+        OpenLineage input datasets.
     :param dashboard_url_template: URL of the "TFJob" extra link with ``{namespace}``, ``{name}``
         and ``{uid}`` placeholders; default: ``[tfjob_provider] dashboard_url_template``.
     """
@@ -268,9 +275,17 @@ class TFJobOperator(FailFastTemplates, BaseOperator):
         cancel_on_kill: bool = True,
         reattach: bool = True,
         dashboard_url_template: str | None = None,
+        output_asset_keys: Sequence[str] = (),
+        input_asset_keys: Sequence[str] = (),
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.output_asset_keys = check_asset_keys(
+            output_asset_keys, field="output_asset_keys", task_id=self.task_id
+        )
+        self.input_asset_keys = check_asset_keys(
+            input_asset_keys, field="input_asset_keys", task_id=self.task_id
+        )
         if (tfjob is None) == (image is None):
             raise ValueError(
                 f"{self.task_id}: give the TFJob either as tfjob= (a manifest, YAML text or file) "
@@ -392,9 +407,23 @@ class TFJobOperator(FailFastTemplates, BaseOperator):
             reason = clip(str(error))  # a TypeError may quote a whole value
             raise AirflowFailException(f"{self.task_id}: the TFJob cannot be built: {reason}") from None
 
+    def _lineage_spec(self) -> Mapping[str, Any] | None:
+        """The TFJob for the OpenLineage job facet: as submitted, else as the parameters describe it."""
+        if self._lineage_manifest is not None:
+            return self._lineage_manifest
+        try:
+            if self.tfjob is not None:
+                return load_tfjob(self.tfjob)
+            typed = {field: getattr(self, field) for field in BUILDER_FIELDS}
+            typed["resources"] = typed.pop("container_resources")
+            return build_tfjob(name=self.task_id.replace("_", "-").lower(), **typed)
+        except (ManifestError, TypeError, ValueError):
+            return None
+
     # --- execute ------------------------------------------------------------------------------------
 
     def execute(self, context: Context) -> Any:
+        self._lineage_end = None  # a try's lineage never shows an earlier try's ending
         ti = context["ti"]
         identity = TaskIdentity(
             dag_id=ti.dag_id,
@@ -405,6 +434,7 @@ class TFJobOperator(FailFastTemplates, BaseOperator):
         )
         rules = self._rules()
         manifest = self._manifest(identity)
+        self._lineage_manifest = manifest
         client = self.hook.client
         with translated_api_errors(self.task_id):
             client.check_tfjob_served()
@@ -416,7 +446,8 @@ class TFJobOperator(FailFastTemplates, BaseOperator):
         self._publish(context, name=name, namespace=namespace, uid=submission.uid)
         if not self.wait_for_completion:
             verdict = decide(submission.tfjob, [], rules=rules)
-            return result_dict(name=name, namespace=namespace, uid=submission.uid, verdict=verdict)
+            result = result_dict(name=name, namespace=namespace, uid=submission.uid, verdict=verdict)
+            return self._with_outlet_events(context, result, submitted=True)
         target = self._target(submission, rules, context)
         if submission.action != "created":
             with translated_api_errors(self.task_id):
@@ -595,7 +626,9 @@ class TFJobOperator(FailFastTemplates, BaseOperator):
                 observed=observed,
                 try_number=getattr(context["ti"], "try_number", None),
             )
-        return carry_out(client, outcome, ending, role="operator", ti=context["ti"], log=self.log)
+        self._record_ending(outcome, ending)
+        result = carry_out(client, outcome, ending, role="operator", ti=context["ti"], log=self.log)
+        return self._with_outlet_events(context, result) if result is not None else None
 
     # --- killing -------------------------------------------------------------------------------------
 

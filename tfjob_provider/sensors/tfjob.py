@@ -4,7 +4,8 @@ reschedule or deferrable mode; it never deletes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,9 @@ from tfjob_provider._airflow.fail_fast_templates import FailFastTemplates
 from tfjob_provider._airflow.task_params import DEFERRAL_TIMEOUT_MARGIN, coerce_rules, seconds
 from tfjob_provider._outcome.wait import WaitOutcome, WaitTarget, format_utc, utc_now
 from tfjob_provider.hooks.tfjob import TFJobHook
+from tfjob_provider.kube.errors import KubeApiError
+from tfjob_provider.lineage.extra import check_asset_keys
+from tfjob_provider.lineage.task_lineage import TFJobLineage, openlineage_active
 from tfjob_provider.links import XCOM_NAME, XCOM_NAMESPACE, XCOM_UID, TFJobLink
 from tfjob_provider.policy import Rules
 from tfjob_provider.triggers.tfjob import TFJobTrigger
@@ -37,7 +41,7 @@ if TYPE_CHECKING:
     from airflow.providers.common.compat.sdk import Context
 
 
-class TFJobSensor(FailFastTemplates, BaseSensorOperator):
+class TFJobSensor(FailFastTemplates, TFJobLineage, BaseSensorOperator):
     """Wait until an existing TFJob has finished; succeed, fail or retry as its replicas decide.
 
     Returns (XCom ``return_value``) the same result dict as
@@ -53,6 +57,8 @@ class TFJobSensor(FailFastTemplates, BaseSensorOperator):
     :param log_tail_lines: lines of each culprit's log in the failure report (0: none).
     :param deferrable: wait in the triggerer; default from ``[operators] default_deferrable``.
     :param dashboard_url_template: URL template of the "TFJob" extra link (see the operator).
+    :param output_asset_keys: output keys holding URIs of what the training wrote (see the operator).
+    :param input_asset_keys: output keys holding URIs of what the training read (see the operator).
 
     The usual sensor parameters apply: ``poke_interval`` (default 30 s; poke and reschedule
     modes only: deferred, the trigger judges on every change and when a time-based rule comes
@@ -75,9 +81,17 @@ class TFJobSensor(FailFastTemplates, BaseSensorOperator):
         deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         dashboard_url_template: str | None = None,
         poke_interval: float | timedelta = 30.0,
+        output_asset_keys: Sequence[str] = (),
+        input_asset_keys: Sequence[str] = (),
         **kwargs: Any,
     ) -> None:
         super().__init__(poke_interval=poke_interval, **kwargs)
+        self.output_asset_keys = check_asset_keys(
+            output_asset_keys, field="output_asset_keys", task_id=self.task_id
+        )
+        self.input_asset_keys = check_asset_keys(
+            input_asset_keys, field="input_asset_keys", task_id=self.task_id
+        )
         self.job_name = job_name
         self.namespace = namespace
         self.kubernetes_conn_id = kubernetes_conn_id
@@ -129,6 +143,7 @@ class TFJobSensor(FailFastTemplates, BaseSensorOperator):
         if tfjob is None:
             self.log.info("TFJob %s/%s does not exist (yet)", target.namespace, target.name)
             return False
+        self._lineage_manifest = tfjob
         metadata = tfjob.get("metadata")
         uid = metadata.get("uid") if isinstance(metadata, Mapping) else None
         self._publish(context, str(uid) if uid else None, target.namespace)
@@ -142,6 +157,7 @@ class TFJobSensor(FailFastTemplates, BaseSensorOperator):
     # --- deferrable -----------------------------------------------------------------------------
 
     def execute(self, context: Context) -> Any:
+        self._lineage_end = None  # a try's lineage never shows an earlier try's ending
         if not self.deferrable:
             return super().execute(context)
         first = self.poke(context)
@@ -169,6 +185,9 @@ class TFJobSensor(FailFastTemplates, BaseSensorOperator):
         outcome = outcome_from_event(self.task_id, event)
         self._publish(context, outcome.uid, outcome.namespace)
         observed = event.get("observed") if isinstance(event, Mapping) else None
+        if openlineage_active():  # the job facet shows the TFJob's shape: read it once, best effort
+            with contextlib.suppress(KubeApiError):
+                self._lineage_manifest = self.hook.client.get_tfjob(outcome.name, namespace=outcome.namespace)
         return self._conclude(
             context, self._target(), outcome, observed if isinstance(observed, Mapping) else None
         )
@@ -195,7 +214,9 @@ class TFJobSensor(FailFastTemplates, BaseSensorOperator):
                 observed=observed,
                 try_number=getattr(context["ti"], "try_number", None),
             )
-        return carry_out(client, outcome, ending, role="sensor", ti=context["ti"], log=self.log)
+        self._record_ending(outcome, ending)
+        result = carry_out(client, outcome, ending, role="sensor", ti=context["ti"], log=self.log)
+        return self._with_outlet_events(context, result) if result is not None else None
 
 
 __all__ = ["TFJobSensor"]
