@@ -1,4 +1,4 @@
-"""A TFJob task's trace outside its run: asset events and OpenLineage facets (docs/guides/assets-and-lineage.md).
+"""A TFJob task's asset events and OpenLineage facets (docs/guides/assets-and-lineage.md).
 
 Pure builders (``extra``, ``naming``, ``facets``) and the Airflow-side adapters (``outlets``,
 ``task_lineage``; ``openlineage_objects`` is imported only where the OpenLineage provider is installed).
