@@ -1,14 +1,6 @@
-"""Sleeping until a wall-clock instant, robust to clock steps: how every waiter waits for a rule to come due.
-
-The rules' instants are wall-clock (UTC) times taken from the API server's timestamps, but sleeps
-run on the monotonic clock, which a step of the system clock (an NTP correction, a VM resumed
-after a pause) does not move.  So a waiter never sleeps longer than :data:`CLOCK_CHECK_SECONDS`
-towards an instant before it looks at the wall clock again: a rule fires at most that long after
-its instant, whatever the clock did.  Only the clock is looked at then, nothing is re-judged.
-
-* :func:`sleep_seconds`: the next sleep of a thread (the worker wait);
-* :class:`WallClockAlarms`: callbacks at instants for an asyncio loop, all on one loop timer
-  (thousands of triggers in a triggerer cost one wake-up a second, not one each).
+"""Sleeping until a wall-clock instant in steps of at most :data:`CLOCK_CHECK_SECONDS`, so a clock
+step never delays a rule by more: :func:`sleep_seconds` for a thread, :class:`WallClockAlarms` for an
+asyncio loop (all alarms on one timer). docs/adr/0034-timers-from-the-verdict-engine.md says why.
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
-"""When the clock alone could change a verdict: the instant a waiter may sleep until.
-
-Between two watch events the pods and the TFJob do not change, so a non-terminal verdict can
-only change when a time-based rule comes due.  :func:`next_change` names the earliest such
-instant for the rules :func:`~tfjob_provider.policy.decide` applies (``activeDeadlineSeconds``,
-``Rules.pending_timeout`` for Pending pods and for pods never created, ``Rules.image_pull_timeout``),
-or None when no rule can fire.  It follows ``decide``'s order step by step; the tests judge just
-before and at every instant it returns (``docs/concepts/timers.md``).
+"""The instant at which the clock alone could change a verdict (:func:`next_change`), or None;
+it follows ``decide``'s steps (docs/concepts/timers.md).
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""One pod instance as a small tuple, and the bounded list of the instances a waiter saw go.
-
-The TFJob tab draws a bar per pod instance; pods the training operator replaced (same name, new
-UID) or deleted are gone from the API, so the waiter keeps them as :class:`PodInstance` tuples
-(no spec, no environment, no message). The same reduction is applied to live pods, so a bar
-looks the same whoever drew it. Times are whole epoch seconds (Kubernetes keeps no finer).
+"""A pod instance as a small tuple (:class:`PodInstance`: no spec, env or message, whole epoch
+seconds) and the bounded list of the instances a waiter saw go, for the TFJob tab's bars.
 """
 
 from __future__ import annotations

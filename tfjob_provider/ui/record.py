@@ -1,10 +1,5 @@
-"""The ``tfjob_record`` XCom: what a waiter saw of its TFJob, kept for the TFJob tab after the job is gone.
-
-Built in two steps: :func:`observe` where the pods were watched (the trigger, the worker) — the
-TFJob's conditions and times, each pod instance as a short row, the instant of the verdict — and
-:func:`build_record` where the task concludes, adding the verdict, the events and the culprits'
-log lines. Bounded by :data:`MAX_RECORD_BYTES` whatever the job's size; no pod spec, environment
-variable, annotation or secret is read into it. docs/concepts/ui-data.md describes it.
+"""The ``tfjob_record`` XCom, bounded by :data:`MAX_RECORD_BYTES`: :func:`observe` where the pods
+were watched, :func:`build_record` where the task concludes (docs/concepts/ui-data.md).
 """
 
 from __future__ import annotations
