@@ -71,6 +71,8 @@ with DAG("{dag_id}", schedule=None, start_date=datetime.datetime(2024, 1, 1)) as
         poll_interval=1,
     )
 
+    TFJobOperator(task_id="invalid", image="python:3.11", rules={{"no_such_rule": 1}})
+
     @task
     def plain() -> int:
         return 1
@@ -229,6 +231,11 @@ def test_a_failed_tfjob_keeps_its_culprit_and_its_last_lines(
     )
     assert _picture(slow) == _picture(recorded)
 
+    invalid = _view(outcome, task_id="invalid")
+    assert (invalid["status"], invalid["message"]) == (
+        "not_submitted",
+        "This try of the task ended before it submitted a TFJob.",
+    )
     plain = _view(outcome, task_id="plain")
     assert (plain["status"], plain["message"], plain["tfjob"]) == ("no_tfjob", NO_TFJOB, None)
     earlier = _view(outcome, try_number=7)

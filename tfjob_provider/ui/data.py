@@ -215,7 +215,7 @@ def build_view(
     kept = (
         "showing what the task recorded when its wait ended."
         if record
-        else "and the task has recorded nothing yet."
+        else "the task has recorded nothing yet (it records when its wait ends)."
     )
     try:
         if conn_id is None:
