@@ -8,9 +8,9 @@ import sys
 from typing import Any
 
 import pytest
-from tfjob_provider.reporting import result_dict
-from tfjob_provider.wait_outcome import WaitOutcome
 
+from tfjob_provider._outcome.report import result_dict
+from tfjob_provider._outcome.wait import WaitOutcome
 from tfjob_provider.lineage.extra import asset_extra, check_asset_keys, output_uris
 from tfjob_provider.lineage.facets import (
     TrainingEnd,

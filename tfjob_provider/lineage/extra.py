@@ -2,7 +2,7 @@
 
 Keys (docs/guides/assets-and-lineage.md): ``tfjob`` (namespace, name, uid, state, reason, start_time,
 completion_time, replicas, recreations, recreation_count), ``outputs`` (the parsed termination
-message, under 4096 bytes by :mod:`tfjob_provider.results`) and, on an event an ``AssetAlias``
+message, under 4096 bytes by :mod:`tfjob_provider._outcome.outputs`) and, on an event an ``AssetAlias``
 received for one output URI, ``output_key``.  JSON values only; never a pod spec or an env value.
 """
 
@@ -31,7 +31,7 @@ OUTPUT_KEY: Final = "output_key"
 
 def asset_extra(result: Mapping[str, Any]) -> dict[str, Any]:
     """``{"tfjob": {...identity and outcome...}, "outputs": ...}`` from a task's result dict
-    (:func:`tfjob_provider.reporting.result_dict`)."""
+    (:func:`tfjob_provider._outcome.report.result_dict`)."""
     return {
         "tfjob": {key: result.get(key) for key in IDENTITY_KEYS},
         "outputs": result.get("outputs"),

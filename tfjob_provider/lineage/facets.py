@@ -92,7 +92,8 @@ class TrainingEnd:
     """How a TFJob task ended, as far as lineage needs it.
 
     :param ending: ``success``, ``failed`` (permanent), ``retry``, ``timeout``, ``skip``
-        (:data:`tfjob_provider.ending.EndingKind`) or ``submitted`` (``wait_for_completion=False``).
+        (:data:`tfjob_provider._outcome.task_ending.EndingKind`) or ``submitted``
+        (``wait_for_completion=False``).
     """
 
     ending: str
@@ -112,7 +113,7 @@ class TrainingEnd:
 
     @classmethod
     def from_outcome(cls, event: Mapping[str, Any], *, ending: str, outputs: Any = None) -> TrainingEnd:
-        """From a :meth:`~tfjob_provider.wait_outcome.WaitOutcome.to_event` dict and the ending's kind."""
+        """From a :meth:`~tfjob_provider._outcome.wait.WaitOutcome.to_event` dict and the ending's kind."""
         verdict = _mapping(event.get("verdict"))
         return cls(
             ending=ending,
@@ -133,7 +134,7 @@ class TrainingEnd:
 
     @classmethod
     def from_result(cls, result: Mapping[str, Any], *, ending: str) -> TrainingEnd:
-        """From a task's result dict (:func:`tfjob_provider.reporting.result_dict`)."""
+        """From a task's result dict (:func:`tfjob_provider._outcome.report.result_dict`)."""
         return cls(
             ending=ending,
             namespace=str(result.get("namespace")),

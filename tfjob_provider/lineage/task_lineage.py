@@ -18,8 +18,8 @@ from tfjob_provider.lineage.outlets import fill_outlet_events
 if TYPE_CHECKING:
     from airflow.providers.openlineage.extractors import OperatorLineage
 
-    from tfjob_provider.ending import Ending
-    from tfjob_provider.wait_outcome import WaitOutcome
+    from tfjob_provider._outcome.task_ending import Ending
+    from tfjob_provider._outcome.wait import WaitOutcome
 
 
 def openlineage_active() -> bool:
