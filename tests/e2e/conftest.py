@@ -34,6 +34,8 @@ E2E_DAGS = Path(__file__).with_name("e2e_dags.py")
 #: Seconds a scheduled pod waits before its containers start (an image pull, on a real node).
 STARTUP_SECONDS = 5.0
 EXAMPLE_DAG_IDS = tuple(dict.fromkeys(scenario.dag_id for scenario in SCENARIOS))
+# DAGs the scheduler starts from the examples' asset events (unpaused at creation, never triggered here).
+CONSUMER_DAG_IDS = tuple(s.triggers[0] for s in SCENARIOS if s.triggers is not None)
 E2E_DAG_IDS = ("e2e_triggerer_restart", "e2e_worker_killed", "e2e_killed_while_deferred")
 
 
@@ -91,7 +93,7 @@ def full_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FullStack]:
         stack.start_all()
         with ClusterObserver(sandbox.kubeconfig) as observer:
             stack.wait_until_healthy()
-            stack.wait_for_dags(EXAMPLE_DAG_IDS + E2E_DAG_IDS)
+            stack.wait_for_dags(EXAMPLE_DAG_IDS + CONSUMER_DAG_IDS + E2E_DAG_IDS)
             logical_date = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
             full = FullStack(
                 root=root,

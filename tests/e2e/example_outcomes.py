@@ -12,7 +12,14 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from demo.outcomes import XCOM_TFJOB_FAILURE, XCOM_TFJOB_NAME, RunRecord, TaskRecord
+from demo.outcomes import (
+    XCOM_TFJOB_FAILURE,
+    XCOM_TFJOB_NAME,
+    RunRecord,
+    TaskRecord,
+    TriggeredRun,
+    read_triggered_run,
+)
 from demo.scenarios import SCENARIOS, Evidence, build_attempts, evaluate
 from demo.summary import ScenarioResult
 from tests.e2e.rest_client import RestError
@@ -81,6 +88,20 @@ def _try_log(full: FullStack, dag_id: str, run_id: str, task_id: str, try_number
         return f"(Airflow has no record of try {try_number} of {task_id})"
 
 
+def wait_for_triggered_run(
+    full: FullStack, dag_id: str, task_id: str, *, timeout: float
+) -> TriggeredRun | None:
+    """The asset-triggered run the scheduler created for ``dag_id``, once ``task_id`` has ended (or
+    whatever is there when ``timeout`` runs out)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        triggered = read_triggered_run(full.airflow.home / "airflow.db", dag_id=dag_id, task_id=task_id)
+        ended = triggered is not None and triggered.task_state in ("success", "failed", "upstream_failed")
+        if ended or time.monotonic() > deadline:
+            return triggered
+        time.sleep(1.0)
+
+
 def example_results(full: FullStack, *, timeout: float) -> tuple[list[ScenarioResult], list[str]]:
     """Wait for every example run to end, then evaluate every scenario (and say what was re-run)."""
     rest = full.airflow.rest
@@ -129,6 +150,11 @@ def example_results(full: FullStack, *, timeout: float) -> tuple[list[ScenarioRe
             related_results={task_id: rest.xcom(scenario.dag_id, run_id, task_id) for task_id in related},
             logical_date=full.logical_date,
             problems_running=problems,
+            triggered=(
+                wait_for_triggered_run(full, *scenario.triggers, timeout=timeout)
+                if scenario.triggers is not None
+                else None
+            ),
         )
         results.append(ScenarioResult(evidence=evidence, problems=evaluate(evidence)))
     return results, notes
