@@ -65,9 +65,10 @@ test: lint typecheck venv-tf browser
 	TFJOB_REQUIRE_BROWSER=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The fast loop: the pure core, the kube layer and the unit tests (no sandbox, no Airflow run), with
-# a tenth of the Hypothesis examples and a per-test timeout. Under a minute on 2 cores.
+# a tenth of the Hypothesis examples and a per-test timeout; the unit tests that start a fresh
+# interpreter are marked slow and left to make test. Under a minute on 2 cores.
 test-unit: install
-	$(BIN)/python -m pytest tests/unit -q -p no:cacheprovider --hypothesis-profile=fast --timeout=30 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest tests/unit -m "not slow" -q -p no:cacheprovider --hypothesis-profile=fast --timeout=30 $(PYTEST_ARGS)
 
 # One tier of the suite, without lint: make test-tier TIER=sandbox (unit, sandbox, airflow, examples,
 # realtf, browser, e2e, packaging, docs; the tiers are set from the folders in conftest.py).

@@ -67,7 +67,7 @@ def situations(draw: st.DrawFn) -> tuple[dict[str, Any], dict[tuple[str, int], d
     return build, slots, rules
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(situations())
 def test_the_tfjob_and_its_jobset_get_the_same_verdict(
     situation: tuple[dict[str, Any], dict[tuple[str, int], dict[str, Any] | None], Rules],

@@ -61,7 +61,7 @@ def _replaced(document: list[Any], path: tuple[Any, ...], value: Any) -> list[An
     return result
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.sampled_from(PATHS), any_json), min_size=1, max_size=4))
 def test_random_parts_replaced_never_break_the_verdict(changes: list[tuple[tuple[Any, ...], Any]]) -> None:
     document: list[Any] = list(BASELINE)
@@ -97,7 +97,7 @@ TFJOB = build_tfjob(
 TFJOB_PATHS = [path for path in _paths(TFJOB) if path]
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.sampled_from(TFJOB_PATHS), any_json), min_size=1, max_size=3))
 def test_any_manifest_is_translated_or_refused_with_problems(
     changes: list[tuple[tuple[Any, ...], Any]],

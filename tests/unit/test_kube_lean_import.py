@@ -12,6 +12,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 
 def run_python(code: str) -> str:
     result = subprocess.run(
@@ -25,6 +27,7 @@ def run_python(code: str) -> str:
     return result.stdout.strip()
 
 
+@pytest.mark.slow  # a fresh interpreter imports the stack: not in make test-unit
 def test_the_async_client_loads_no_generated_models_and_the_package_completes_on_demand() -> None:
     out = run_python(
         """
@@ -44,6 +47,7 @@ def test_the_async_client_loads_no_generated_models_and_the_package_completes_on
     assert out.splitlines() == ["0 0", "0 True", "True True True", "module True CoreV1Api"]
 
 
+@pytest.mark.slow  # a fresh interpreter imports the stack: not in make test-unit
 def test_an_already_imported_package_is_left_alone() -> None:
     out = run_python(
         """

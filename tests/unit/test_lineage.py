@@ -254,6 +254,7 @@ def test_datasets_of_declared_and_reported_uris_in_order_without_repeats() -> No
     ]
 
 
+@pytest.mark.slow  # a fresh interpreter imports the stack: not in make test-unit
 def test_without_openlineage_the_tasks_import_and_never_touch_it() -> None:
     """Importing the tasks imports nothing of OpenLineage (its client is blocked in a fresh interpreter):
     only their ``get_openlineage_facets_*`` methods do, when the OpenLineage provider calls them."""

@@ -265,7 +265,7 @@ def states(draw: st.DrawFn) -> tuple[dict[str, Any], list[dict[str, Any]], Rules
     return tfjob, pods, rules
 
 
-@settings(max_examples=400, deadline=None)
+@settings(deadline=None)
 @given(state=states(), fractions=st.lists(st.floats(min_value=0, max_value=1, exclude_max=True), max_size=4))
 def test_between_now_and_the_instant_nothing_changes_and_at_it_the_verdict_does(
     state: tuple[dict[str, Any], list[dict[str, Any]], Rules], fractions: list[float]
