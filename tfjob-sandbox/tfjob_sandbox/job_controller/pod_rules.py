@@ -98,10 +98,10 @@ def finished_time(pod: Pod) -> float:
         ready_lost = condition.get("type") == "Ready" and condition.get("status") == "False"
         if ready_lost and condition.get("lastTransitionTime"):
             return _parse(str(condition["lastTransitionTime"]))
-    for key in ("deletionTimestamp", "creationTimestamp"):
-        if pod["metadata"].get(key):
-            return _parse(str(pod["metadata"][key]))
-    return 0.0
+    meta = pod["metadata"]
+    if meta.get("deletionTimestamp"):  # the deletion deadline minus the grace period: when it was asked
+        return _parse(str(meta["deletionTimestamp"])) - float(meta.get("deletionGracePeriodSeconds") or 0)
+    return _parse(str(meta["creationTimestamp"])) if meta.get("creationTimestamp") else 0.0
 
 
 def restart_count(pod: Pod) -> int:
