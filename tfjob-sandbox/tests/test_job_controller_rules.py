@@ -717,3 +717,65 @@ def test_finished_job_is_deleted_after_its_ttl() -> None:
     job["status"]["conditions"] = [{"type": "Complete", "status": "True", "lastTransitionTime": STAMP}]
     assert sync_job(job, [], now=NOW).requeue_after == pytest.approx(5)
     assert act.DeleteJob() in sync_job(job, [], now=NOW + timedelta(seconds=6)).actions
+
+
+# -- backoffLimitPerIndex (TestBackoffLimitPerIndex*, indexed_job_utils_test.go) --------------------
+
+
+def _failed_index_pod(index: str, *, failures: int = 0, exit_code: int = 1) -> dict[str, Any]:
+    pod = _pod("Failed", index)
+    pod["metadata"]["annotations"][job_wire.INDEX_FAILURE_COUNT] = str(failures)
+    pod["metadata"]["creationTimestamp"] = "2025-01-01T00:00:00Z"
+    pod["status"]["containerStatuses"] = [{"name": "main", "state": {"terminated": {"exitCode": exit_code}}}]
+    return pod
+
+
+def _per_index_job(**spec: Any) -> dict[str, Any]:
+    return _job(completionMode="Indexed", backoffLimitPerIndex=1, backoffLimit=2**31 - 1, **spec)
+
+
+def test_per_index_failure_within_the_limit_recreates_the_index_with_its_count() -> None:
+    job = _per_index_job(parallelism=2, completions=2)
+    failed = _failed_index_pod("0")
+    outcome = sync_job(job, [failed, _pod("Running", "1")], now=NOW)
+    created = [a.manifest for a in outcome.actions if isinstance(a, act.CreatePod)]
+    assert [m["metadata"]["annotations"][job_wire.INDEX_FAILURE_COUNT] for m in created] == ["1"]
+    assert created[0]["metadata"]["annotations"][job_wire.COMPLETION_INDEX] == "0"
+    # the failed pod keeps its finalizer (it carries the index's count) until its replacement exists
+    assert not [
+        a
+        for a in outcome.actions
+        if isinstance(a, act.RemoveFinalizer) and a.uid == failed["metadata"]["uid"]
+    ]
+    assert _summary(outcome, job)["failed"] == 0
+
+
+def test_per_index_failure_at_the_limit_fails_the_index_and_then_the_job() -> None:
+    job = _per_index_job(parallelism=1, completions=1)
+    outcome = sync_job(job, [_failed_index_pod("0", failures=1)], now=NOW)
+    status = [a.status for a in outcome.actions if isinstance(a, act.WriteStatus)][-1]
+    assert status["failedIndexes"] == "0" and status["failed"] == 1
+    assert [(c["type"], c["reason"], c["message"]) for c in status["conditions"]] == [
+        ("FailureTarget", "FailedIndexes", "Job has failed indexes"),
+        ("Failed", "FailedIndexes", "Job has failed indexes"),
+    ]
+
+
+def test_fail_index_rule_fails_only_that_index() -> None:
+    policy = {"rules": [_on_exit("FailIndex", "In", [3])]}
+    job = _per_index_job(parallelism=2, completions=2, podFailurePolicy=policy, podReplacementPolicy="Failed")
+    outcome = sync_job(job, [_failed_index_pod("0", exit_code=3), _pod("Running", "1")], now=NOW)
+    summary = _summary(outcome, job)
+    assert (summary["creations"], summary["conditions"], summary["failed"]) == (0, [], 1)
+    status = [a.status for a in outcome.actions if isinstance(a, act.WriteStatus)][-1]
+    assert status["failedIndexes"] == "0"
+
+
+def test_max_failed_indexes_exceeded() -> None:
+    job = _per_index_job(parallelism=2, completions=2, maxFailedIndexes=0)
+    summary = _summary(
+        sync_job(job, [_failed_index_pod("0", failures=1), _pod("Running", "1")], now=NOW), job
+    )
+    assert (
+        summary["conditions"] == [("FailureTarget", "MaxFailedIndexesExceeded")] and summary["deletions"] == 1
+    )

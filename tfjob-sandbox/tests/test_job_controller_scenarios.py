@@ -331,3 +331,32 @@ def test_deleting_a_running_job_collects_pods_despite_tracking_finalizers(
     assert wait_for(
         lambda: not core_v1.list_namespaced_pod(namespace).items, what="the pods to be collected", timeout=20
     )
+
+
+def test_backoff_limit_per_index_fails_one_index_and_lets_the_others_finish(
+    batch_v1: client.BatchV1Api, core_v1: client.CoreV1Api, namespace: str
+) -> None:
+    code = "import os, sys; sys.exit(1 if os.environ['JOB_COMPLETION_INDEX'] == '0' else 0)"
+    manifest = job_manifest(
+        "perindex",
+        command=[*PY, code],
+        completionMode="Indexed",
+        completions=2,
+        parallelism=2,
+        backoffLimitPerIndex=1,
+    )
+    batch_v1.create_namespaced_job(namespace, manifest)
+    status = _until_condition(batch_v1, "perindex", namespace, "Failed")
+    assert (status.failed_indexes, status.completed_indexes, status.failed, status.succeeded) == (
+        "0",
+        "1",
+        2,
+        1,
+    )
+    assert status.conditions[-1].reason == "FailedIndexes"
+    counts = sorted(
+        (p.metadata.annotations or {}).get("batch.kubernetes.io/job-index-failure-count", "")
+        for p in _pods(core_v1, namespace, "perindex")
+        if p.metadata.labels[INDEX_LABEL] == "0"
+    )
+    assert counts == ["0", "1"]
