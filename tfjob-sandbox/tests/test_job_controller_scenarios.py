@@ -285,6 +285,7 @@ def test_suspend_deletes_active_pods_and_resume_recreates_them(
     status = _until_condition(batch_v1, "pausing", namespace, "Suspended")
     assert status.active == 0
     assert wait_for(lambda: not _pods(core_v1, namespace, "pausing"), what="pods of the suspended Job gone")
+    assert batch_v1.read_namespaced_job_status("pausing", namespace).status.failed == 0  # not failures
     batch_v1.patch_namespaced_job("pausing", namespace, {"spec": {"suspend": False}})
     wait_for(lambda: batch_v1.read_namespaced_job_status("pausing", namespace).status.active == 2)
     assert _conditions(batch_v1, "pausing", namespace) == [("Suspended", "JobResumed", "Job resumed")]
