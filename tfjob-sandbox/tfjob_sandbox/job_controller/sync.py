@@ -380,8 +380,10 @@ def _pods_for_removal(run: _Pass, at_least: int) -> list[dict[str, Any]]:
             else:
                 by_index.setdefault(index, []).append(pod)
         for index in sorted(by_index):
-            group = sorted(by_index[index], key=pr.removal_order_key)
-            remove.extend(group[:-1])
+            group = by_index[index]
+            if len(group) > 1:  # keep the most advanced pod of a repeated index
+                group = sorted(group, key=pr.removal_order_key)
+                remove.extend(group[:-1])
             left.append(group[-1])
     if len(remove) < at_least:
         left.sort(key=pr.removal_order_key)
