@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from tfjob_sandbox.api import wire
+from tfjob_sandbox.api import jobset_wire, wire
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,16 @@ EVENTS = ResourceType("", "v1", "events", "Event")
 #: events.k8s.io/v1 view of the same storage as :data:`EVENTS` (kube-apiserver serves both).
 EVENTS_V1 = ResourceType("events.k8s.io", "v1", "events", "Event")
 TFJOBS = ResourceType(wire.GROUP, wire.VERSION, wire.PLURAL, wire.KIND, subresources=frozenset({"status"}))
+#: batch/v1 Jobs (placeholder until the Jobs branch is merged).
+JOBS = ResourceType("batch", "v1", "jobs", "Job", subresources=frozenset({"status"}))
+#: Served once the JobSet CRD is stored (the sandbox installs its own at start).
+JOBSETS = ResourceType(
+    jobset_wire.GROUP,
+    jobset_wire.VERSION,
+    jobset_wire.PLURAL,
+    jobset_wire.KIND,
+    subresources=frozenset({"status"}),
+)
 CRDS = ResourceType(
     "apiextensions.k8s.io",
     "v1",

@@ -72,6 +72,7 @@ class ObjectCreation(StoreCore):
             )
         if rt.has_status_subresource and rt not in (NAMESPACES,) and rt != PODS:
             new.pop("status", None)
+        self._run_defaulting(rt, "CREATE", new, None)
         new = self._validate_schema(rt, new, field_validation=field_validation, warnings=warnings)
         builtin_admission.apply_create_defaults(rt, new, allocate_ip=self._allocate_cluster_ip)
         causes = name_causes + builtin_admission.validate_builtin(rt, new)
