@@ -83,6 +83,7 @@ class ObjectCreation(StoreCore):
             job_admission.default_job(new)
             causes += job_admission.validate_job(new)
         if not causes:  # admission webhooks only see objects that passed the API server's own validation
+            new["metadata"]["name"] = name  # and with generateName resolved, as kube-apiserver's do
             causes = self._run_admission(rt, "CREATE", new, None)
         if causes:
             raise invalid(kind=rt.kind, group=rt.group, name=name, causes=causes)
