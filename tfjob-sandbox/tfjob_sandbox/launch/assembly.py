@@ -23,6 +23,8 @@ from tfjob_sandbox.apiserver.rbac import RbacPolicy
 from tfjob_sandbox.apiserver.server import ApiServer
 from tfjob_sandbox.apiserver.tls import generate_credentials
 from tfjob_sandbox.host.loopback_ports import PortReservations
+from tfjob_sandbox.job_controller.controller import JobController
+from tfjob_sandbox.job_controller.sync import Settings as JobSettings
 from tfjob_sandbox.jobset_controller.controller import JobSetController
 from tfjob_sandbox.kubelet.kubelet import Kubelet
 from tfjob_sandbox.launch.admin_api import AdminApi
@@ -138,6 +140,11 @@ class SandboxRuntime:
         self.operator = TrainingOperator(
             self.store, loopback_tf_config=options.loopback_tf_config, ports=self.ports
         )
+        #: batch/v1 Jobs; pod-failure back-off shortened like the kubelet's (upstream: 10 s to 10 min).
+        self.job_controller = JobController(
+            self.store,
+            settings=JobSettings(backoff_initial=options.backoff_initial, backoff_cap=options.backoff_cap),
+        )
         self.jobset_controller = JobSetController(self.store) if options.jobsets else None
         self.faults = ApiFaults(seed=options.fault_seed)
         policy = RbacPolicy.from_file(options.rbac_file) if options.rbac_file else None
@@ -165,6 +172,7 @@ class SandboxRuntime:
             ssl_context = credentials.ssl_context()
         self.kubelet.start()
         self.operator.start()
+        self.job_controller.start()
         if self.jobset_controller is not None:
             self.jobset_controller.start()
         if self.persister is not None:
@@ -181,6 +189,7 @@ class SandboxRuntime:
         try:
             await self.server.stop()
             await self.operator.stop()
+            await self.job_controller.stop()
             if self.jobset_controller is not None:
                 await self.jobset_controller.stop()
             await self.kubelet.stop()
