@@ -7,14 +7,26 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from jobset_helpers import GROUP, PLURAL, PREFIX, VERSION, JobSetClient, replicated_job, upstream_jobset
+from jobset_helpers import (
+    GROUP,
+    PLURAL,
+    PREFIX,
+    VERSION,
+    JobSetClient,
+    jobless_sandbox,
+    namespace_client,
+    replicated_job,
+    upstream_jobset,
+)
 from kubernetes import client
 from kubernetes.client.rest import ApiException
+from tfjob_sandbox import Sandbox
 from tfjob_sandbox.admission.jobset_crd import jobset_crd
 from tfjob_sandbox.testing import running_sandbox, sync_api_client, wait_for
 
@@ -23,9 +35,16 @@ UPSTREAM_CRD = (
 )
 
 
+@pytest.fixture(scope="module")
+def api_sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
+    with jobless_sandbox(workdir=tmp_path_factory.mktemp("pods")) as sb:
+        yield sb
+
+
 @pytest.fixture
-def js(module_api_client: Any, namespace: str) -> JobSetClient:
-    return JobSetClient(module_api_client, namespace)
+def js(api_sandbox: Sandbox) -> Iterator[JobSetClient]:
+    with namespace_client(api_sandbox) as js_client:
+        yield js_client
 
 
 def status_of(error: ApiException) -> dict[str, Any]:
@@ -36,7 +55,8 @@ def status_of(error: ApiException) -> dict[str, Any]:
 # --- the CRD ----------------------------------------------------------------------------------
 
 
-def test_crd_is_installed_established_and_discoverable(module_api_client: Any) -> None:
+def test_crd_is_installed_established_and_discoverable(js: JobSetClient) -> None:
+    module_api_client = js.api
     crd = client.ApiextensionsV1Api(module_api_client).read_custom_resource_definition(
         "jobsets.jobset.x-k8s.io"
     )
