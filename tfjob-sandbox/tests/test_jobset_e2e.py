@@ -6,13 +6,15 @@ podFailurePolicy, worker 0 deciding through the Job's successPolicy, no JobSet f
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from jobset_helpers import PREFIX, JobSetClient, namespace_client
 from tfjob_sandbox import Sandbox
-from tfjob_sandbox.testing import wait_for
+from tfjob_sandbox.testing import running_sandbox, wait_for
 
 SCRIPT = "tfjob-sandbox/script"
 EXIT_CODE_RULES = [
@@ -190,3 +192,66 @@ def test_failure_policy_restart_recreates_jobs_and_pods_then_reaches_max_restart
     assert (status["restarts"], status["restartsCountTowardsMax"]) == (1, 1)
     assert {j["metadata"]["labels"][PREFIX + "restart-attempt"] for j in js.jobs().values()} == {"1"}
     assert {p.metadata.labels[PREFIX + "restart-attempt"] for p in pods(js).values()} == {"1"}
+
+
+#: The chief accepts one message per worker on its TF_CONFIG address; each worker sends one.
+RENDEZVOUS = """
+import json, os, socket, sys, time
+config = json.loads(os.environ["TF_CONFIG"])
+task = config["task"]
+host, port = config["cluster"]["chief"][0].rsplit(":", 1)
+if task["type"] == "chief":
+    with socket.create_server((host, int(port))) as server:
+        heard = sorted(server.accept()[0].recv(100).decode() for _ in config["cluster"]["worker"])
+    print("chief heard", ", ".join(heard), flush=True)
+else:
+    for _ in range(400):
+        try:
+            with socket.create_connection((host, int(port)), timeout=1) as chief:
+                chief.sendall(("worker %d" % task["index"]).encode())
+            break
+        except OSError:
+            time.sleep(0.05)
+    else:
+        sys.exit(3)
+"""
+
+
+def test_loopback_replicas_find_each_other_through_jobset_hostnames(tmp_path: Path) -> None:
+    """Loopback mode: real processes of a JobSet reach ``<jobset>-<rjob>-0-<index>.<subdomain>:2222``
+    (the TF_CONFIG the provider writes); the chief's success completes the JobSet."""
+    cluster = (
+        '{"chief":["rdv-chief-0-0.rdv:2222"],"worker":["rdv-worker-0-0.rdv:2222","rdv-worker-0-1.rdv:2222"]}'
+    )
+    replicas = []
+    for kind, count in (("chief", 1), ("worker", 2)):
+        rjob = replica(kind, count, [])
+        pod = rjob["template"]["spec"]["template"]
+        del pod["metadata"]  # real processes, not a script
+        pod["spec"]["containers"][0]["command"] = [sys.executable, "-I", "-S", "-c", RENDEZVOUS]
+        pod["spec"]["containers"][0]["env"] = [
+            {
+                "name": "TF_CONFIG_TASK_INDEX",
+                "valueFrom": {
+                    "fieldRef": {
+                        "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+                    }
+                },
+            },
+            {
+                "name": "TF_CONFIG",
+                "value": '{"cluster":'
+                + cluster
+                + ',"task":{"type":"'
+                + kind
+                + '","index":$(TF_CONFIG_TASK_INDEX)}}',
+            },
+        ]
+        replicas.append(rjob)
+    options = {"workdir": tmp_path / "pods", "loopback_tf_config": True, "backoff_initial": 0.2}
+    with running_sandbox(**options) as sb, namespace_client(sb) as js:
+        js.create(jobset("rdv", replicas, "chief"))
+        js.wait_condition("Completed", "rdv")
+        chief = next(p for p in pods(js).values() if p.spec.hostname == "rdv-chief-0-0")
+        log = js.core.read_namespaced_pod_log(chief.metadata.name, js.namespace, _preload_content=False)
+        assert log.data.decode().strip() == "chief heard worker 0, worker 1"
