@@ -20,7 +20,7 @@ from tfjob_provider.kube.retry import RetryPolicy
 from tfjob_provider.kube.sync_client import SyncTFJobClient
 from tfjob_provider.links import XCOM_NAME, XCOM_NAMESPACE, XCOM_UID
 from tfjob_provider.ui import reads
-from tfjob_provider.ui.record import XCOM_CONN_ID, XCOM_RECORD
+from tfjob_provider.ui.record import MAX_RECORD_LOG_LINES, XCOM_CONN_ID, XCOM_RECORD
 from tfjob_provider.ui.view_model import JobData, empty_view, from_record, view, with_live
 
 if TYPE_CHECKING:
@@ -269,7 +269,9 @@ def read_log(*, dag_id: str, run_id: str, task_id: str, map_index: int, pod: str
 
     def fallback(why: str) -> LogTail:
         if pod in kept:
-            return LogTail(text="\n".join(kept[pod][-lines:]) + "\n", source="record", truncated=True)
+            # Older lines were cut when the record kept as many as it keeps, or more than asked for.
+            cut = len(kept[pod]) >= min(lines + 1, MAX_RECORD_LOG_LINES)
+            return LogTail(text="\n".join(kept[pod][-lines:]) + "\n", source="record", truncated=cut)
         if pod in recorded_pods:
             return LogTail(
                 text=f"(the log of {pod} cannot be read: {why}; none was kept)\n",

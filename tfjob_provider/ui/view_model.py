@@ -206,8 +206,24 @@ def _verdict(data: JobData) -> dict[str, Any] | None:
     }
 
 
+def _row_phase(item: PodInstance, rules: Rules, job_end: int | None) -> tuple[str | None, str | None]:
+    """The phase a replica row shows and a note on it: a pod whose bar is ``deleted`` (it was
+    removed before it ended by itself) says so, "after the job ended" when it went at or after
+    ``job_end``, instead of the phase it had when it was last seen."""
+    if outcome_of(item, rules) != "deleted":
+        return item.phase, None
+    ended_after = job_end is not None and item.finished is not None and item.finished >= job_end
+    return "Deleted", "after the job ended" if ended_after else None
+
+
 def _replicas(
-    slots: Mapping[tuple[str, int], list[PodInstance]], *, deciding: set[str], failed: bool, max_rows: int
+    slots: Mapping[tuple[str, int], list[PodInstance]],
+    *,
+    deciding: set[str],
+    failed: bool,
+    max_rows: int,
+    rules: Rules,
+    job_end: int | None,
 ) -> dict[str, Any]:
     groups: dict[str, dict[str, Any]] = {}
     shown = 0
@@ -218,12 +234,14 @@ def _replicas(
             continue
         shown += 1
         last = items[-1]
+        phase, phase_note = _row_phase(last, rules, job_end)
         group["rows"].append(
             {
                 "type": replica_type,
                 "index": index,
                 "pod": last.name,
-                "phase": last.phase,
+                "phase": phase,
+                "phase_note": phase_note,
                 "exit_code": last.exit_code,
                 "reason": last.reason,
                 "restarts": last.restarts,
@@ -298,7 +316,14 @@ def view(
         "running": running,
         "tfjob": _header(data),
         "verdict": _verdict(data),
-        "replicas": _replicas(slots, deciding=deciding, failed=failed, max_rows=max_rows),
+        "replicas": _replicas(
+            slots,
+            deciding=deciding,
+            failed=failed,
+            max_rows=max_rows,
+            rules=data.rules,
+            job_end=epoch_seconds((data.tfjob or {}).get("end")) or epoch_seconds(data.decided_at),
+        ),
         "timeline": _timeline(data, slots),
         "events": {
             "items": events,
