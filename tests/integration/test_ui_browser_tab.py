@@ -59,6 +59,9 @@ time.sleep(6)
 print(f"worker {index} done", flush=True)
 """
 
+#: The failed task's worker, after 3 s: the wait has seen the chief, which the operator then deletes.
+FAILING = "import sys, time; print('worker 0 fails', flush=True); time.sleep(3); sys.exit(1)"
+
 #: The succeeded task: the chief finishes after worker 1, while worker 0 still runs.
 SUCCEEDING = """
 import json, os, time
@@ -107,7 +110,7 @@ with DAG({dag_id!r}, schedule=None, start_date=datetime.datetime(2024, 1, 1)) as
         image="python:3.11",
         command=PY + ["import time; time.sleep(30)"],
         chief=1,
-        worker={{"replicas": 1, "command": PY + ["import sys; print('worker 0 fails'); sys.exit(1)"]}},
+        worker={{"replicas": 1, "command": PY + [{failing!r}]}},
         restart_policy="ExitCode",
         deferrable=True,
         poll_interval=1,
@@ -295,6 +298,7 @@ def site(airflow_db: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator
             worker=WORKER,
             workdir=str(root),
             succeeding=SUCCEEDING,
+            failing=FAILING,
             training=TRAINING,
         )
         path = write_dag_file(DAGS_FOLDER, DAG_ID, source)
