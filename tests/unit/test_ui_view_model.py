@@ -21,7 +21,15 @@ from tfjob_provider.ui.record import (
     refreshed,
     size_of,
 )
-from tfjob_provider.ui.view_model import JobData, empty_view, from_record, outcome_of, view, with_live
+from tfjob_provider.ui.view_model import (
+    JobData,
+    empty_view,
+    from_record,
+    outcome_of,
+    view,
+    with_live,
+    without_its_tfjob,
+)
 
 CHIEF, PS, WORKER0, WORKER1 = (f"{JOB_NAME}-{name}" for name in ("chief-0", "ps-0", "worker-0", "worker-1"))
 
@@ -103,7 +111,10 @@ def test_a_record_becomes_rows_grouped_by_type_and_lanes_of_bars() -> None:
 def test_a_finished_tfjob_looks_the_same_live_and_from_its_record() -> None:
     pods, gone = _recovered_pods()
     record = _record(pods, gone)
-    from_the_record = view(from_record(record), status="record", message=None, running=False)
+    # Read once the TFJob is gone: the PS, running when the record was written, went with it.
+    from_the_record = view(
+        without_its_tfjob(from_record(record)), status="record", message=None, running=False
+    )
     tfjob = make_tfjob(
         {"Chief": 1, "PS": 1, "Worker": 2}, conditions=[condition("Created"), condition("Succeeded")]
     )
@@ -117,6 +128,7 @@ def test_a_finished_tfjob_looks_the_same_live_and_from_its_record() -> None:
     )
     for part in ("verdict", "replicas", "timeline", "tfjob"):
         assert live[part] == from_the_record[part], part
+    assert [bar["outcome"] for bar in _lane(live, "PS", 0)] == ["deleted"]
     assert {entry["pod"]: entry["live"] for entry in live["logs"]["pods"]} == {
         CHIEF: True,
         PS: False,
@@ -301,3 +313,40 @@ def test_a_succeeded_record_keeps_the_deciding_replicas_printed_lines_for_its_lo
     assert kept[0].startswith("chief step 61 ") and "… (" in kept[0]
     assert len(kept[0]) < MAX_RECORD_LINE_CHARS + 40  # each line cut to the record's length
     assert list(shown["logs"]["kept"]) == [CHIEF] and shown["verdict"]["deciding"] == [CHIEF]
+
+
+def test_a_pod_still_running_when_the_record_was_written_is_gone_once_the_cluster_lost_it() -> None:
+    tfjob = make_tfjob({"Chief": 1, "Worker": 2}, conditions=[condition("Created"), condition("Succeeded")])
+    tfjob["status"]["completionTime"] = rfc3339(NOW)
+    pods = [
+        make_pod("Chief", 0, phase="Succeeded"),
+        make_pod("Worker", 0, phase="Running"),
+        make_pod("Worker", 1, phase="Succeeded"),
+    ]
+    # The task's last read came before the training operator deleted worker 0.
+    record = build_record(
+        name=JOB_NAME,
+        namespace=NAMESPACE,
+        uid=JOB_UID,
+        status="success",
+        message="done",
+        verdict=decide(tfjob, pods).to_dict(),
+        observed=observe(tfjob, pods, decided_at=rfc3339(NOW)),
+        written_at=rfc3339(NOW + timedelta(seconds=2)),
+    )
+    as_written = view(from_record(record), status="record", message=None, running=False)
+    assert _row(as_written, "Worker", 0)["phase"] == "Running"  # all the record knows, unread
+    after = [pod for pod in pods if pod["metadata"]["name"] != WORKER0]
+    live = view(
+        with_live(from_record(record), tfjob=tfjob, pods=after, events=[]),
+        status="live",
+        message=None,
+        running=False,
+    )
+    deleted = view(without_its_tfjob(from_record(record)), status="record", message=None, running=False)
+    for shown in (live, deleted):
+        worker0 = _row(shown, "Worker", 0)
+        assert (worker0["phase"], worker0["phase_note"]) == ("Deleted", "after the job ended")
+        assert worker0["end"] == rfc3339(NOW + timedelta(seconds=2))  # last seen when the record was written
+        assert [bar["outcome"] for bar in _lane(shown, "Worker", 0)] == ["deleted"]
+    assert live["replicas"] == deleted["replicas"] and live["timeline"] == deleted["timeline"]

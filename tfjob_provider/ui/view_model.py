@@ -44,6 +44,7 @@ class JobData:
     rules: Rules = field(default_factory=Rules)
     dashboard_url: str | None = None
     earlier_dropped: int = 0
+    written_at: str | None = None
 
 
 def _row_instance(row: Any) -> PodInstance | None:
@@ -91,7 +92,26 @@ def from_record(record: Mapping[str, Any], *, dashboard_url: str | None = None) 
         rules=_rules(record.get("rules")),
         dashboard_url=dashboard_url,
         earlier_dropped=int(record.get("earlier_dropped") or 0),
+        written_at=record.get("written_at") if isinstance(record.get("written_at"), str) else None,
     )
+
+
+def _gone(items: Sequence[PodInstance], data: JobData) -> list[PodInstance]:
+    """``items`` (recorded instances the cluster no longer has) marked gone; one that had not
+    ended ends when the record was written (when it was last seen), else at the verdict."""
+    last_seen = epoch_seconds(data.written_at) or epoch_seconds(data.decided_at)
+    return [
+        item
+        if item.gone
+        else item._replace(gone=True, finished=item.finished if item.finished is not None else last_seen)
+        for item in items
+    ]
+
+
+def without_its_tfjob(data: JobData) -> JobData:
+    """``data`` once its TFJob is gone (deleted, or another object under its name): the pods went
+    with it, so every recorded instance is gone."""
+    return dataclasses.replace(data, instances=tuple(_gone(data.instances, data)))
 
 
 def with_live(
@@ -103,12 +123,12 @@ def with_live(
     max_events: int = 100,
 ) -> JobData:
     """``base`` with what a live read showed: live pods replace their recorded instances (same
-    name and creation time), recorded ones the API no longer has stay; without a recorded
-    verdict the verdict is judged from the live state."""
+    name and creation time), recorded ones the API no longer has stay, as gone; without a
+    recorded verdict the verdict is judged from the live state."""
     uid = base.uid or (tfjob_summary(tfjob) or {}).get("uid")
     live = [found for found in (instance_of(pod) for pod in owned_by(pods, uid)) if found is not None]
     keys = {(item.name, item.created) for item in live}
-    kept = [item for item in base.instances if (item.name, item.created) not in keys]
+    kept = _gone([item for item in base.instances if (item.name, item.created) not in keys], base)
     instances = tuple(sorted([*kept, *live], key=lambda item: (item.created or 0, item.name)))
     verdict = base.verdict
     if verdict is None:
@@ -361,4 +381,5 @@ __all__ = [
     "outcome_of",
     "view",
     "with_live",
+    "without_its_tfjob",
 ]
