@@ -66,7 +66,7 @@ with DAG("bench_ui", schedule=None, start_date=datetime.datetime(2024, 1, 1)) as
 
 
 def _pods(sandbox: Any) -> list[dict[str, Any]]:
-    from tfjob_sandbox.resources import PODS
+    from tfjob_sandbox.api.resource_types import PODS
 
     found: list[dict[str, Any]] = sandbox.call(sandbox.store.list, PODS, namespace="default")["items"]
     return found

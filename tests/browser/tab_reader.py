@@ -17,6 +17,7 @@ const text = (sel) => {
 const all = (sel) => Array.from(doc.querySelectorAll(sel));
 return {
   status: doc.getElementById('tfjob').dataset.status,
+  running: doc.getElementById('tfjob').dataset.running,
   notice: text('#notice'),
   verdict_state: text('#verdict-state'),
   verdict_reason: text('#verdict-reason'),

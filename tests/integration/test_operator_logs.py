@@ -47,6 +47,8 @@ def test_worker_mode_streams_the_chiefs_log_once_with_its_replica_prefix(cluster
     streamer.drain(5.0)
     hook.client.close()
     assert lines == [f"[chief-0] step {i}" for i in range(5)]
+    # The lines streamed are also kept for the tfjob_record.
+    assert streamer.last_lines() == {f"{name}-chief-0": "\n".join(f"step {i}" for i in range(5))}
 
 
 def test_resumed_deferred_task_prints_the_chiefs_last_lines(cluster: Any) -> None:
@@ -55,16 +57,19 @@ def test_resumed_deferred_task_prints_the_chiefs_last_lines(cluster: Any) -> Non
     hook = TFJobHook()
     wait_for(lambda: _finished(hook, name), timeout=30)
     lines: list[str] = []
-    print_deciding_log(hook.client, name=name, namespace="default", emit=lines.append, tail_lines=3)
+    printed = print_deciding_log(hook.client, name=name, namespace="default", emit=lines.append, tail_lines=3)
     assert lines[0].startswith(f"[chief-0] log of pod {name}-chief-0 (last 3 lines")
     assert lines[1:] == ["[chief-0] step 2", "[chief-0] step 3", "[chief-0] step 4"]
+    assert {pod: text.splitlines() for pod, text in printed.items()} == {
+        f"{name}-chief-0": ["step 2", "step 3", "step 4"]
+    }
     # A culprit's log is in the failure report already: not printed twice.
     again: list[str] = []
-    print_deciding_log(
+    printed = print_deciding_log(
         hook.client, name=name, namespace="default", emit=again.append, reported=[f"{name}-chief-0"]
     )
     hook.client.close()
-    assert again == []
+    assert again == [] and printed == {}
 
 
 def test_resumed_task_without_pods_says_so_in_one_line(cluster: Any) -> None:

@@ -3,21 +3,26 @@ the sandbox, and headless Chromium opening each task instance's tab in Airflow's
 
 The DAG's tasks: ``recovered`` (Chief + 2 Workers + PS, worker 1 killed once with 137 and recreated
 under ExitCode; the TFJob kept), ``failed`` (worker 0 exits 1 under ExitCode: a permanent failure),
-``succeeded`` (deleted when it ended: shown from the record) and ``plain`` (no TFJob at all).
+``succeeded`` (worker 0 still running when the chief succeeds, so the training operator deletes
+it; the TFJob deleted when it ended: shown from the record), ``plain`` (no TFJob at all) and, after
+all of them, ``running`` (Chief + 2 Workers training until the test, having read the running
+task's tab while the DAG runs, lets them finish).
 With ``TFJOB_TAB_SCREENSHOTS=<dir>`` the test also saves the tab's pictures there (`make screenshots`).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import pytest
 
@@ -54,6 +59,31 @@ time.sleep(6)
 print(f"worker {index} done", flush=True)
 """
 
+#: The failed task's worker, after 3 s: the wait has seen the chief, which the operator then deletes.
+FAILING = "import sys, time; print('worker 0 fails', flush=True); time.sleep(3); sys.exit(1)"
+
+#: The succeeded task: the chief finishes after worker 1, while worker 0 still runs.
+SUCCEEDING = """
+import json, os, time
+role = json.loads(os.environ["TF_CONFIG"])["task"]
+kind, index = role["type"], role["index"]
+print(f"{kind} {index} trains", flush=True)
+time.sleep(60 if kind == "worker" and index == 0 else 3 if kind == "chief" else 1)
+print(f"{kind} {index} trained", flush=True)
+"""
+
+#: Every replica of the running task trains until the test creates the file ``release``.
+TRAINING = """
+import os, sys, time
+for step in range(3):
+    print(f"step {step}: loss {1 / (step + 1):.3f}", flush=True)
+print("training until released", flush=True)
+release, deadline = os.path.join(sys.argv[1], "release"), time.monotonic() + 240
+while not os.path.exists(release) and time.monotonic() < deadline:
+    time.sleep(0.2)
+print("released", flush=True)
+"""
+
 DAG_SOURCE = """
 from __future__ import annotations
 import datetime
@@ -63,7 +93,7 @@ from tfjob_provider.operators.tfjob import TFJobOperator
 PY = ["python", "-c"]
 
 with DAG({dag_id!r}, schedule=None, start_date=datetime.datetime(2024, 1, 1)) as dag:
-    TFJobOperator(
+    recovered = TFJobOperator(
         task_id="recovered",
         image="python:3.11",
         command=PY + ["import time; time.sleep(60)"],
@@ -75,20 +105,20 @@ with DAG({dag_id!r}, schedule=None, start_date=datetime.datetime(2024, 1, 1)) as
         deferrable=False,
         poll_interval=1,
     )
-    TFJobOperator(
+    failed = TFJobOperator(
         task_id="failed",
         image="python:3.11",
         command=PY + ["import time; time.sleep(30)"],
         chief=1,
-        worker={{"replicas": 1, "command": PY + ["import sys; print('worker 0 fails'); sys.exit(1)"]}},
+        worker={{"replicas": 1, "command": PY + [{failing!r}]}},
         restart_policy="ExitCode",
         deferrable=True,
         poll_interval=1,
     )
-    TFJobOperator(
+    succeeded = TFJobOperator(
         task_id="succeeded",
         image="python:3.11",
-        command=PY + ["print('trained')"],
+        command=PY + [{succeeding!r}],
         chief=1,
         worker=2,
         restart_policy="ExitCode",
@@ -99,7 +129,16 @@ with DAG({dag_id!r}, schedule=None, start_date=datetime.datetime(2024, 1, 1)) as
     def plain() -> int:
         return 1
 
-    plain()
+    # Last: its tab is read while it runs, once the api-server is up.
+    [recovered, failed, succeeded, plain()] >> TFJobOperator(
+        task_id="running",
+        image="python:3.11",
+        command=PY + [{training!r}, {workdir!r}],
+        chief=1,
+        worker=2,
+        poll_interval=1,
+        trigger_rule="all_done",
+    )
 """
 
 
@@ -110,12 +149,10 @@ class TabSite:
     sandbox: Any
     driver: Any
     screenshots: Path | None
+    while_running: dict[str, Any]  # the tab of the task ``running`` read while it ran, or the error
 
     def open(self, task_id: str) -> TabContent:
-        run_id = quote(self.run.run_id, safe="")
-        self.driver.switch_to.default_content()
-        self.driver.get(f"{self.base_url}/dags/{DAG_ID}/runs/{run_id}/tasks/{task_id}/plugin/tfjob")
-        return read_tab(self.driver, in_iframe=True)
+        return _open_tab(self.driver, self.base_url, self.run.run_id, task_id)
 
     def open_live(self, task_id: str, *, attempts: int = 4) -> TabContent:
         """The tab read live; on a loaded machine a live read may miss its deadline (the tab then
@@ -127,16 +164,79 @@ class TabSite:
         return self.open(task_id)
 
     def screenshot(self, name: str) -> None:
-        """The Airflow page with the tab, tall enough for the whole tab (only when asked for)."""
-        if self.screenshots is None:
-            return
-        self.screenshots.mkdir(parents=True, exist_ok=True)
-        height = int(self.driver.execute_script("return document.documentElement.scrollHeight"))
-        self.driver.switch_to.default_content()
-        self.driver.set_window_size(1400, max(900, height + 420))
-        time.sleep(1.5)  # the timeline redraws for the new width
-        self.driver.save_screenshot(str(self.screenshots / f"tfjob-tab-{name}.png"))
-        self.driver.set_window_size(1400, 1100)
+        _screenshot(self.driver, self.screenshots, name)
+
+
+def _open_tab(driver: Any, base_url: str, run_id: str, task_id: str) -> TabContent:
+    driver.switch_to.default_content()
+    driver.get(f"{base_url}/dags/{DAG_ID}/runs/{quote(run_id, safe='')}/tasks/{task_id}/plugin/tfjob")
+    return read_tab(driver, in_iframe=True)
+
+
+def _screenshot(driver: Any, directory: Path | None, name: str) -> None:
+    """The Airflow page with the tab, tall enough for the whole tab (only when asked for)."""
+    if directory is None:
+        return
+    directory.mkdir(parents=True, exist_ok=True)
+    height = int(driver.execute_script("return document.documentElement.scrollHeight"))
+    driver.switch_to.default_content()
+    driver.set_window_size(1400, max(900, height + 420))
+    time.sleep(1.5)  # the timeline redraws for the new width
+    driver.save_screenshot(str(directory / f"tfjob-tab-{name}.png"))
+    driver.set_window_size(1400, 1100)
+
+
+def _running_task_run_id() -> str | None:
+    """The run id of the task instance ``running`` once it runs."""
+    from airflow.models.taskinstance import TaskInstance
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        found = (
+            session.query(TaskInstance.run_id)
+            .filter(
+                TaskInstance.dag_id == DAG_ID,
+                TaskInstance.task_id == "running",
+                TaskInstance.state == "running",
+            )
+            .first()
+        )
+    return None if found is None else str(found[0])
+
+
+def _replicas_running(base_url: str, run_id: str) -> bool:
+    query = urlencode({"dag_id": DAG_ID, "run_id": run_id, "task_id": "running", "map_index": -1})
+    with urllib.request.urlopen(f"{base_url}/tfjob/api/view?{query}", timeout=10) as answer:
+        view = json.loads(answer.read())
+    rows = [row for group in view["replicas"]["groups"] for row in group["rows"]]
+    return bool(
+        view["status"] == "live"
+        and view["running"]
+        and len(rows) == 3
+        and all(row["phase"] == "Running" and row["start"] for row in rows)
+    )
+
+
+def _read_while_running(
+    driver: Any, base_url: str, api_server: Any, workdir: Path, shots: Path | None, run_ended: threading.Event
+) -> dict[str, Any]:
+    """The tab of the task ``running`` once its replicas run (and its picture); then, whatever
+    happened, the file that lets them finish."""
+    try:
+        _wait_for_api_server(base_url, api_server)
+        run_id = _running_task_run_id()
+        while run_id is None:
+            assert not run_ended.is_set(), "the DAG run ended before the task 'running' ran"
+            time.sleep(0.5)
+            run_id = _running_task_run_id()
+        wait_until(lambda: _replicas_running(base_url, run_id), timeout=120, what="the replicas running")
+        tab = _open_tab(driver, base_url, run_id, "running")
+        _screenshot(driver, shots, "running")
+        return {"tab": tab}
+    except BaseException as error:  # reported by the test
+        return {"error": error}
+    finally:
+        (workdir / "release").touch()
 
 
 def _api_server_env(port: int, conn_uri: str) -> dict[str, str]:
@@ -192,14 +292,37 @@ def site(airflow_db: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator
             cwd=root,
             log_path=root / "api-server.log",
         )
-        source = DAG_SOURCE.format(dag_id=DAG_ID, chief=CHIEF, worker=WORKER, workdir=str(root))
+        source = DAG_SOURCE.format(
+            dag_id=DAG_ID,
+            chief=CHIEF,
+            worker=WORKER,
+            workdir=str(root),
+            succeeding=SUCCEEDING,
+            failing=FAILING,
+            training=TRAINING,
+        )
         path = write_dag_file(DAGS_FOLDER, DAG_ID, source)
+        screenshots = Path(shots) if shots else None
         try:
-            run = run_dag(load_dag(path, DAG_ID))
-            _wait_for_api_server(base_url, api_server)
+            # All users are admins: the api-server adds an admin's token to every request.
             with chromium() as driver:
-                # All users are admins: the api-server adds an admin's token to every request.
-                yield TabSite(base_url, run, sandbox, driver, Path(shots) if shots else None)
+                run_ended = threading.Event()
+                while_running: dict[str, Any] = {}
+                reader = threading.Thread(
+                    target=lambda: while_running.update(
+                        _read_while_running(driver, base_url, api_server, root, screenshots, run_ended)
+                    ),
+                    name="tfjob-tab-running",
+                    daemon=True,
+                )
+                reader.start()
+                try:
+                    run = run_dag(load_dag(path, DAG_ID))
+                finally:
+                    run_ended.set()
+                    reader.join(timeout=300)
+                _wait_for_api_server(base_url, api_server)
+                yield TabSite(base_url, run, sandbox, driver, screenshots, while_running)
         finally:
             path.unlink(missing_ok=True)
             if before is None:
@@ -210,6 +333,11 @@ def site(airflow_db: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator
 
 def _slots(tab: TabContent) -> list[str]:
     return sorted(row["key"] for row in tab.rows)
+
+
+def _row_text(tab: TabContent, key: str) -> str:
+    (text,) = [row["text"] for row in tab.rows if row["key"] == key]
+    return str(text)
 
 
 def _delete_tfjob(sandbox: Any, name: str) -> None:
@@ -242,6 +370,9 @@ def test_a_recovered_tfjob_live_and_then_from_the_record(site: TabSite) -> None:
     assert live.lanes["Worker-1"][0] == "failed_retryable" and len(live.lanes["Worker-1"]) == 2
     assert [len(live.lanes[key]) for key in ("Chief-0", "Worker-0", "PS-0")] == [1, 1, 1]
     assert live.verdict_line == 1
+    # The PS ran until the training operator deleted it when the job ended: its row says so.
+    assert live.lanes["PS-0"] == ["deleted"]
+    assert "Deleted after the job ended" in _row_text(live, "PS-0")
     # The chief's log (the default pick) is there, its hostile line as text, nothing run.
     assert "chief says hello" in live.log and SHOWN in live.log
     assert live.pwned is None and live.images == 0
@@ -256,6 +387,7 @@ def test_a_recovered_tfjob_live_and_then_from_the_record(site: TabSite) -> None:
     assert _slots(recorded) == _slots(live)
     assert recorded.lanes == live.lanes
     assert recorded.verdict_line == 1
+    assert "Deleted after the job ended" in _row_text(recorded, "PS-0")
 
 
 def test_a_permanently_failed_tfjob_marks_its_culprit(site: TabSite) -> None:
@@ -280,7 +412,13 @@ def test_a_succeeded_tfjob_deleted_at_the_end_is_shown_from_the_record(site: Tab
     assert tab.status == "record", tab.notice
     assert tab.verdict_state == "Succeeded"
     assert _slots(tab) == ["Chief-0", "Worker-0", "Worker-1"]
-    assert all(len(bars) == 1 for bars in tab.lanes.values())
+    assert tab.lanes == {"Chief-0": ["succeeded"], "Worker-0": ["deleted"], "Worker-1": ["succeeded"]}
+    # Worker 0 still ran when the chief succeeded: the training operator deleted it.
+    assert "Deleted after the job ended" in _row_text(tab, "Worker-0")
+    assert "Running" not in _row_text(tab, "Worker-0")
+    # The chief decided the verdict: its last lines, which the task printed, are in the record.
+    assert tab.log.splitlines() == ["chief 0 trains", "chief 0 trained"]
+    assert "kept in the record" in tab.log_status and "older lines cut" not in tab.log_status
     site.screenshot("succeeded")
 
 
@@ -291,3 +429,17 @@ def test_a_task_without_a_tfjob_says_so_in_one_sentence(site: TabSite) -> None:
     assert tab.status == "no_tfjob"
     assert tab.notice == NO_TFJOB
     assert tab.rows == [] and tab.verdict_state is None
+    site.screenshot("no-tfjob")
+
+
+def test_a_running_task_is_read_live_and_kept_up_to_date(site: TabSite) -> None:
+    if "error" in site.while_running:
+        raise site.while_running["error"]
+    tab = site.while_running["tab"]
+    assert (tab.status, tab.running) == ("live", "true"), tab.notice
+    assert _slots(tab) == ["Chief-0", "Worker-0", "Worker-1"]
+    assert all("Running" in row["text"] for row in tab.rows)
+    assert tab.lanes == {key: ["running"] for key in ("Chief-0", "Worker-0", "Worker-1")}
+    assert tab.verdict_line == 0
+    assert "training until released" in tab.log and "live" in tab.log_status
+    assert site.run.task("running").state == "success"

@@ -127,6 +127,9 @@ def test_a_recovered_tfjob_looks_the_same_live_and_from_its_record(
     assert record["status"] == "success" and record["try_number"] == 1
     assert record["verdict"]["state"] == "Succeeded" and record["decided_at"]
     assert size_of(record) <= MAX_RECORD_BYTES
+    # The chief decided the verdict: the lines of its log the task printed are kept (both paths).
+    chief_pod = f"{record['name']}-chief-0"
+    assert list(record["logs"]) == [chief_pod] and record["logs"][chief_pod][-1] == "chief-0 done"
     text = json.dumps(record)
     for secret in ("s3cr3t-value", "SECRET_TOKEN", "TF_CONFIG", "sys.exit"):
         assert secret not in text  # no spec, no environment
@@ -188,6 +191,14 @@ def test_a_recovered_tfjob_looks_the_same_live_and_from_its_record(
     assert recorded["status"] == "record"
     assert "no longer exists" in recorded["message"]
     assert _picture(recorded) == _picture(live)
+    kept = read_log(
+        dag_id=outcome.dag_id, run_id=outcome.run_id, task_id="train", map_index=-1, pod=chief_pod, lines=1
+    )
+    assert (kept.source, kept.text, kept.truncated) == ("record", "chief-0 done\n", True)
+    whole = read_log(
+        dag_id=outcome.dag_id, run_id=outcome.run_id, task_id="train", map_index=-1, pod=chief_pod, lines=200
+    )
+    assert (whole.text.splitlines(), whole.truncated) == (["chief-0 <b>starts</b>", "chief-0 done"], False)
 
 
 def test_a_failed_tfjob_keeps_its_culprit_and_its_last_lines(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import timedelta
 from typing import Any
@@ -9,10 +10,26 @@ from typing import Any
 import pytest
 
 from tests.unit.factories import JOB_NAME, JOB_UID, NAMESPACE, NOW, condition, make_pod, make_tfjob, rfc3339
-from tfjob_provider.kube.instances import PodInstance, instance_of
+from tfjob_provider.kube.instances import PodInstance, epoch_seconds, instance_of
 from tfjob_provider.policy import Rules, decide
-from tfjob_provider.ui.record import build_record, observe
-from tfjob_provider.ui.view_model import JobData, empty_view, from_record, outcome_of, view, with_live
+from tfjob_provider.ui.record import (
+    MAX_RECORD_BYTES,
+    MAX_RECORD_LINE_CHARS,
+    MAX_RECORD_LOG_LINES,
+    build_record,
+    observe,
+    refreshed,
+    size_of,
+)
+from tfjob_provider.ui.view_model import (
+    JobData,
+    empty_view,
+    from_record,
+    outcome_of,
+    view,
+    with_live,
+    without_its_tfjob,
+)
 
 CHIEF, PS, WORKER0, WORKER1 = (f"{JOB_NAME}-{name}" for name in ("chief-0", "ps-0", "worker-0", "worker-1"))
 
@@ -94,7 +111,10 @@ def test_a_record_becomes_rows_grouped_by_type_and_lanes_of_bars() -> None:
 def test_a_finished_tfjob_looks_the_same_live_and_from_its_record() -> None:
     pods, gone = _recovered_pods()
     record = _record(pods, gone)
-    from_the_record = view(from_record(record), status="record", message=None, running=False)
+    # Read once the TFJob is gone: the PS, running when the record was written, went with it.
+    from_the_record = view(
+        without_its_tfjob(from_record(record)), status="record", message=None, running=False
+    )
     tfjob = make_tfjob(
         {"Chief": 1, "PS": 1, "Worker": 2}, conditions=[condition("Created"), condition("Succeeded")]
     )
@@ -108,6 +128,7 @@ def test_a_finished_tfjob_looks_the_same_live_and_from_its_record() -> None:
     )
     for part in ("verdict", "replicas", "timeline", "tfjob"):
         assert live[part] == from_the_record[part], part
+    assert [bar["outcome"] for bar in _lane(live, "PS", 0)] == ["deleted"]
     assert {entry["pod"]: entry["live"] for entry in live["logs"]["pods"]} == {
         CHIEF: True,
         PS: False,
@@ -206,3 +227,126 @@ def test_a_malformed_record_is_read_as_far_as_it_goes() -> None:
     shown = view(data, status="record", message=None, running=False)
     assert shown["replicas"]["groups"] == [] and shown["logs"]["kept"] == {}
     assert empty_view("no_tfjob", "none")["tfjob"] is None
+
+
+def _row(shown: dict[str, Any], replica_type: str, index: int) -> dict[str, Any]:
+    (row,) = [
+        row
+        for group in shown["replicas"]["groups"]
+        for row in group["rows"]
+        if (row["type"], row["index"]) == (replica_type, index)
+    ]
+    return row
+
+
+def test_a_pod_deleted_when_the_job_ended_shows_as_deleted_in_its_row_live_and_from_the_record() -> None:
+    tfjob = make_tfjob({"Chief": 1, "Worker": 2}, conditions=[condition("Created"), condition("Succeeded")])
+    tfjob["status"]["completionTime"] = rfc3339(NOW)
+    pods = [
+        make_pod("Chief", 0, phase="Succeeded"),
+        make_pod("Worker", 0, phase="Running"),
+        make_pod("Worker", 1, phase="Succeeded"),
+    ]
+    # Worker 0 was still running when the chief succeeded; the training operator deleted it.
+    after = [pod for pod in pods if pod["metadata"]["name"] != WORKER0]
+    observed = refreshed(observe(tfjob, pods, decided_at=rfc3339(NOW)), tfjob, after, now=epoch(NOW) + 1)
+    verdict = decide(tfjob, pods).to_dict()
+    record = build_record(
+        name=JOB_NAME,
+        namespace=NAMESPACE,
+        uid=JOB_UID,
+        status="success",
+        message="done",
+        verdict=verdict,
+        observed=observed,
+    )
+    from_the_record = view(from_record(record), status="record", message=None, running=False)
+    live = view(
+        with_live(from_record(record), tfjob=tfjob, pods=after, events=[]),
+        status="live",
+        message=None,
+        running=False,
+    )
+    for shown in (from_the_record, live):
+        worker0 = _row(shown, "Worker", 0)
+        assert (worker0["phase"], worker0["phase_note"]) == ("Deleted", "after the job ended")
+        assert [bar["outcome"] for bar in _lane(shown, "Worker", 0)] == ["deleted"]
+        assert (_row(shown, "Worker", 1)["phase"], _row(shown, "Worker", 1)["phase_note"]) == (
+            "Succeeded",
+            None,
+        )
+    assert live["replicas"] == from_the_record["replicas"]
+
+
+def test_a_row_says_deleted_without_a_note_for_a_pod_gone_before_the_job_ended() -> None:
+    before = _instance(gone=True, finished=epoch(NOW) - 60)
+    still = _instance(name="w-1", replica_index=1, finished=None)
+    data = JobData(
+        namespace=NAMESPACE,
+        name=JOB_NAME,
+        instances=(before, still),
+        decided_at=rfc3339(NOW),
+    )
+    shown = view(data, status="record", message=None, running=False)
+    assert (_row(shown, "Worker", 0)["phase"], _row(shown, "Worker", 0)["phase_note"]) == ("Deleted", None)
+    assert (_row(shown, "Worker", 1)["phase"], _row(shown, "Worker", 1)["phase_note"]) == ("Running", None)
+    # Without the TFJob's end, the moment of the verdict says when the job ended.
+    at_the_end = dataclasses.replace(data, instances=(before._replace(finished=epoch(NOW)),))
+    shown = view(at_the_end, status="record", message=None, running=False)
+    assert _row(shown, "Worker", 0)["phase_note"] == "after the job ended"
+
+
+def epoch(moment: Any) -> int:
+    seconds = epoch_seconds(rfc3339(moment))
+    assert seconds is not None
+    return seconds
+
+
+def test_a_succeeded_record_keeps_the_deciding_replicas_printed_lines_for_its_log_panel() -> None:
+    pods, gone = _recovered_pods()
+    printed = "\n".join(f"chief step {step} " + "x" * 400 for step in range(100)) + "\nchief done\n"
+    record = _record(pods, gone, logs={CHIEF: printed})
+    assert size_of(record) <= MAX_RECORD_BYTES
+    shown = view(from_record(record), status="record", message=None, running=False)
+    kept = shown["logs"]["kept"][CHIEF]
+    assert len(kept) == MAX_RECORD_LOG_LINES and kept[-1] == "chief done"
+    assert kept[0].startswith("chief step 61 ") and "… (" in kept[0]
+    assert len(kept[0]) < MAX_RECORD_LINE_CHARS + 40  # each line cut to the record's length
+    assert list(shown["logs"]["kept"]) == [CHIEF] and shown["verdict"]["deciding"] == [CHIEF]
+
+
+def test_a_pod_still_running_when_the_record_was_written_is_gone_once_the_cluster_lost_it() -> None:
+    tfjob = make_tfjob({"Chief": 1, "Worker": 2}, conditions=[condition("Created"), condition("Succeeded")])
+    tfjob["status"]["completionTime"] = rfc3339(NOW)
+    pods = [
+        make_pod("Chief", 0, phase="Succeeded"),
+        make_pod("Worker", 0, phase="Running"),
+        make_pod("Worker", 1, phase="Succeeded"),
+    ]
+    # The task's last read came before the training operator deleted worker 0.
+    record = build_record(
+        name=JOB_NAME,
+        namespace=NAMESPACE,
+        uid=JOB_UID,
+        status="success",
+        message="done",
+        verdict=decide(tfjob, pods).to_dict(),
+        observed=observe(tfjob, pods, decided_at=rfc3339(NOW)),
+        written_at=rfc3339(NOW + timedelta(seconds=2)),
+    )
+    as_written = view(from_record(record), status="record", message=None, running=False)
+    assert _row(as_written, "Worker", 0)["phase"] == "Running"  # all the record knows, unread
+    after = [pod for pod in pods if pod["metadata"]["name"] != WORKER0]
+    live = view(
+        with_live(from_record(record), tfjob=tfjob, pods=after, events=[]),
+        status="live",
+        message=None,
+        running=False,
+    )
+    deleted = view(without_its_tfjob(from_record(record)), status="record", message=None, running=False)
+    for shown in (live, deleted):
+        worker0 = _row(shown, "Worker", 0)
+        assert (worker0["phase"], worker0["phase_note"]) == ("Deleted", "after the job ended")
+        assert worker0["end"] == rfc3339(NOW + timedelta(seconds=2))  # last seen when the record was written
+        assert [bar["outcome"] for bar in _lane(shown, "Worker", 0)] == ["deleted"]
+    assert live["replicas"] == deleted["replicas"] and live["timeline"] == deleted["timeline"]

@@ -237,10 +237,12 @@ def decide_ending(
     log_tail_lines: int = 100,
     observed: Mapping[str, Any] | None = None,
     try_number: int | None = None,
+    printed_log: Mapping[str, str] | None = None,
 ) -> tuple[WaitOutcome, Ending]:
     """Gather what :func:`~tfjob_provider._outcome.task_ending.conclude` needs (fresh read, failure
     report) and decide; returns the outcome actually concluded (it may be newer than ``outcome``).
-    The ending's XComs include the ``tfjob_record`` (``observed``: what the waiter last saw)."""
+    The ending's XComs include the ``tfjob_record`` (``observed``: what the waiter last saw;
+    ``printed_log``: the deciding replica's lines the task printed, kept after the culprits')."""
     outcome, unread = settle(client, target, outcome)
     logs: dict[str, str] = {}
     report = (
@@ -261,7 +263,7 @@ def decide_ending(
         target,
         outcome,
         observed=observed,
-        logs=logs,
+        logs={**logs, **{pod: text for pod, text in (printed_log or {}).items() if pod not in logs}},
         try_number=try_number,
         cluster_readable=unread is None,
     )

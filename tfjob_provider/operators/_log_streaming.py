@@ -7,11 +7,13 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from tfjob_provider._outcome.report import log_pod_for, pod_name, replica_of
 from tfjob_provider.constants import DEFAULT_CONTAINER_NAME
+from tfjob_provider.ui.record import MAX_RECORD_LOG_LINES
 
 if TYPE_CHECKING:
     from tfjob_provider.kube.sync_client import SyncTFJobClient
@@ -68,6 +70,10 @@ class LogStreamer:
         self._clean_end_at: float | None = None  # when the last stream ended without an error
         self._stopping = threading.Event()
         self._ended = False  # the followed container has terminated: its stream ends by itself
+        # The followed pod's last lines, for the tfjob_record (docs/concepts/ui-data.md).
+        self._tail_pod: str | None = None
+        self._tail: deque[str] = deque(maxlen=MAX_RECORD_LOG_LINES)
+        self._tail_lock = threading.Lock()
 
     def update(self, pods: Sequence[Mapping[str, Any]]) -> None:
         """Start following the deciding pod's current container if it is not followed yet."""
@@ -101,6 +107,10 @@ class LogStreamer:
         self._following = key
         self._ended = _container_state(pod)[1] == "terminated"
         name, prefix = pod_name(pod), _prefix(pod)
+        with self._tail_lock:
+            if name != self._tail_pod:
+                self._tail_pod = name
+                self._tail.clear()
         self._thread = threading.Thread(
             target=self._follow, args=(name, prefix, since), name=f"tfjob-log-{name}", daemon=True
         )
@@ -115,6 +125,8 @@ class LogStreamer:
             for line in lines:
                 self._last_line_at = time.monotonic()
                 self._emit(f"{prefix} {_cut(line)}")
+                with self._tail_lock:
+                    self._tail.append(line)
         except Exception as error:  # a broken log stream must never fail the task
             self._emit(f"{prefix} (log stream interrupted: {type(error).__name__}: {error})")
         else:
@@ -129,6 +141,13 @@ class LogStreamer:
             thread.join(timeout)
         self._stopping.set()
 
+    def last_lines(self) -> dict[str, str]:
+        """The followed pod's last lines streamed (at most the record's count), by pod name."""
+        with self._tail_lock:
+            if self._tail_pod is None or not self._tail:
+                return {}
+            return {self._tail_pod: "\n".join(self._tail)}
+
 
 def print_deciding_log(
     client: SyncTFJobClient,
@@ -139,8 +158,9 @@ def print_deciding_log(
     tail_lines: int = RESUMED_LOG_LINES,
     limit_bytes: int = RESUMED_LOG_BYTES,
     reported: Collection[str] = (),
-) -> None:
-    """Print the chief's (else worker-0's) log after a deferred wait: its last ``tail_lines`` lines.
+) -> dict[str, str]:
+    """Print the chief's (else worker-0's) log after a deferred wait: its last ``tail_lines`` lines;
+    returns what was printed by pod name (empty when nothing was), for the ``tfjob_record``.
 
     ``reported`` names pods whose log the failure report shows anyway (the culprits): the
     deciding pod's is then not printed twice.  Never fails the task: a log that cannot be read
@@ -149,20 +169,21 @@ def print_deciding_log(
     try:
         pod = log_pod_for(client.list_job_pods(name, namespace=namespace))
         if pod is not None and pod_name(pod) in reported:
-            return
+            return {}
         if pod is None or _container_state(pod)[1] is None:
             emit(f"TFJob {namespace}/{name}: no chief or worker-0 log to show (its pod is gone or never ran)")
-            return
+            return {}
         text = client.read_log_tail(
             pod_name(pod), namespace=namespace, tail_lines=tail_lines, limit_bytes=limit_bytes
         )
     except Exception as error:  # the log is a courtesy; the outcome is decided already
         emit(f"TFJob {namespace}/{name}: could not read the deciding replica's log: {error}")
-        return
+        return {}
     prefix = _prefix(pod)
     emit(f"{prefix} log of pod {pod_name(pod)} (last {tail_lines} lines; the wait ran in the triggerer):")
     for line in text.splitlines():
         emit(f"{prefix} {_cut(line)}")
+    return {pod_name(pod): text} if text.strip() else {}
 
 
 def _cut(line: str) -> str:

@@ -347,6 +347,7 @@ class TFJobOperator(FailFastTemplates, TFJobLineage, BaseOperator):
         self._job: tuple[str, str, str | None] | None = None
         self._killed: str | None = None
         self._last_seen: JobSnapshot | None = None
+        self._printed_log: dict[str, str] = {}  # the deciding replica's lines printed, for the record
         self.check_template_field_nesting()
 
     @cached_property
@@ -556,6 +557,7 @@ class TFJobOperator(FailFastTemplates, TFJobLineage, BaseOperator):
         finally:
             if streamer is not None:
                 streamer.drain(LOG_DRAIN_SECONDS)
+                self._printed_log = streamer.last_lines()
 
     # --- resuming after the trigger ------------------------------------------------------------------
 
@@ -564,7 +566,7 @@ class TFJobOperator(FailFastTemplates, TFJobLineage, BaseOperator):
         outcome = outcome_from_event(self.task_id, event)
         self._job = (outcome.name, outcome.namespace, outcome.uid)
         if self.get_logs and outcome.status in ("success", "failed"):
-            print_deciding_log(
+            self._printed_log = print_deciding_log(
                 self.hook.client,
                 name=outcome.name,
                 namespace=outcome.namespace,
@@ -625,6 +627,7 @@ class TFJobOperator(FailFastTemplates, TFJobLineage, BaseOperator):
                 log_tail_lines=self.log_tail_lines,
                 observed=observed,
                 try_number=getattr(context["ti"], "try_number", None),
+                printed_log=self._printed_log,
             )
         self._record_ending(outcome, ending)
         result = carry_out(client, outcome, ending, role="operator", ti=context["ti"], log=self.log)

@@ -20,8 +20,8 @@ from tfjob_provider.kube.retry import RetryPolicy
 from tfjob_provider.kube.sync_client import SyncTFJobClient
 from tfjob_provider.links import XCOM_NAME, XCOM_NAMESPACE, XCOM_UID
 from tfjob_provider.ui import reads
-from tfjob_provider.ui.record import XCOM_CONN_ID, XCOM_RECORD
-from tfjob_provider.ui.view_model import JobData, empty_view, from_record, view, with_live
+from tfjob_provider.ui.record import MAX_RECORD_LOG_LINES, XCOM_CONN_ID, XCOM_RECORD
+from tfjob_provider.ui.view_model import JobData, empty_view, from_record, view, with_live, without_its_tfjob
 
 if TYPE_CHECKING:
     from tfjob_provider.kube.requests import ApiRequest
@@ -228,10 +228,11 @@ def build_view(
         return _shown(base, "record", earlier_try + message, running)
     live_uid = ((live.tfjob or {}).get("metadata") or {}).get("uid")
     if live.tfjob is None:
-        return _shown(base, "record", f"{earlier_try}{where} no longer exists; {kept}", running)
+        message = f"{where} no longer exists; {kept}"
+        return _shown(without_its_tfjob(base), "record", earlier_try + message, running)
     if uid is not None and live_uid != uid:
         message = f"{where} is another TFJob now (uid {live_uid}); {kept}"
-        return _shown(base, "record", earlier_try + message, running)
+        return _shown(without_its_tfjob(base), "record", earlier_try + message, running)
     data = with_live(base, tfjob=live.tfjob, pods=live.pods, events=live.events, max_events=MAX_EVENTS)
     note = " Only the first events of a busy namespace were read." if live.events_cut else ""
     return _shown(data, "live", (earlier_try + note).strip() or None, running)
@@ -269,7 +270,9 @@ def read_log(*, dag_id: str, run_id: str, task_id: str, map_index: int, pod: str
 
     def fallback(why: str) -> LogTail:
         if pod in kept:
-            return LogTail(text="\n".join(kept[pod][-lines:]) + "\n", source="record", truncated=True)
+            # Older lines were cut when the record kept as many as it keeps, or more than asked for.
+            cut = len(kept[pod]) >= min(lines + 1, MAX_RECORD_LOG_LINES)
+            return LogTail(text="\n".join(kept[pod][-lines:]) + "\n", source="record", truncated=cut)
         if pod in recorded_pods:
             return LogTail(
                 text=f"(the log of {pod} cannot be read: {why}; none was kept)\n",

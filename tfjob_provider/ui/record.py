@@ -23,7 +23,8 @@ MAX_RECORD_BYTES: Final = 64 * 1024
 MAX_RECORD_PODS: Final = 300
 #: Events kept (newest first); the rest are counted.
 MAX_RECORD_EVENTS: Final = 30
-#: Culprits whose last log lines are kept, lines kept of each, characters kept of a line.
+#: Pods whose last log lines are kept (the culprits, then the deciding replica), lines kept of
+#: each, characters kept of a line.
 MAX_RECORD_LOGS: Final = 3
 MAX_RECORD_LOG_LINES: Final = 40
 MAX_RECORD_LINE_CHARS: Final = 300
@@ -220,7 +221,7 @@ def build_record(
     :param verdict: ``Verdict.to_dict()`` of the outcome, or None.
     :param observed: :func:`observe` output from the waiter (None: nothing was seen).
     :param events: core/v1 events of the namespace (filtered to the job and its pods here).
-    :param logs: log tails by pod name (the failure report's), cut here.
+    :param logs: log tails by pod name (the culprits' first, then the deciding replica's), cut here.
     """
     seen = dict(observed or {})
     pods = [row for row in seen.get("pods") or [] if isinstance(row, list) and len(row) == len(POD_FIELDS)]

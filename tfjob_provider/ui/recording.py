@@ -31,7 +31,8 @@ def gather_record(
     cluster_readable: bool = True,
 ) -> dict[str, Any]:
     """The record of ``outcome``: what the waiter ``observed`` brought up to date by one more read
-    of the TFJob and its pods, the events about them, and ``logs`` (the failure report's tails)."""
+    of the TFJob and its pods, the events about them, and ``logs`` (the failure report's tails, then
+    the deciding replica's lines the task printed)."""
     events: list[dict[str, Any]] = []
     if cluster_readable:
         try:

@@ -44,6 +44,7 @@ class JobData:
     rules: Rules = field(default_factory=Rules)
     dashboard_url: str | None = None
     earlier_dropped: int = 0
+    written_at: str | None = None
 
 
 def _row_instance(row: Any) -> PodInstance | None:
@@ -91,7 +92,26 @@ def from_record(record: Mapping[str, Any], *, dashboard_url: str | None = None) 
         rules=_rules(record.get("rules")),
         dashboard_url=dashboard_url,
         earlier_dropped=int(record.get("earlier_dropped") or 0),
+        written_at=record.get("written_at") if isinstance(record.get("written_at"), str) else None,
     )
+
+
+def _gone(items: Sequence[PodInstance], data: JobData) -> list[PodInstance]:
+    """``items`` (recorded instances the cluster no longer has) marked gone; one that had not
+    ended ends when the record was written (when it was last seen), else at the verdict."""
+    last_seen = epoch_seconds(data.written_at) or epoch_seconds(data.decided_at)
+    return [
+        item
+        if item.gone
+        else item._replace(gone=True, finished=item.finished if item.finished is not None else last_seen)
+        for item in items
+    ]
+
+
+def without_its_tfjob(data: JobData) -> JobData:
+    """``data`` once its TFJob is gone (deleted, or another object under its name): the pods went
+    with it, so every recorded instance is gone."""
+    return dataclasses.replace(data, instances=tuple(_gone(data.instances, data)))
 
 
 def with_live(
@@ -103,12 +123,12 @@ def with_live(
     max_events: int = 100,
 ) -> JobData:
     """``base`` with what a live read showed: live pods replace their recorded instances (same
-    name and creation time), recorded ones the API no longer has stay; without a recorded
-    verdict the verdict is judged from the live state."""
+    name and creation time), recorded ones the API no longer has stay, as gone; without a
+    recorded verdict the verdict is judged from the live state."""
     uid = base.uid or (tfjob_summary(tfjob) or {}).get("uid")
     live = [found for found in (instance_of(pod) for pod in owned_by(pods, uid)) if found is not None]
     keys = {(item.name, item.created) for item in live}
-    kept = [item for item in base.instances if (item.name, item.created) not in keys]
+    kept = _gone([item for item in base.instances if (item.name, item.created) not in keys], base)
     instances = tuple(sorted([*kept, *live], key=lambda item: (item.created or 0, item.name)))
     verdict = base.verdict
     if verdict is None:
@@ -206,8 +226,24 @@ def _verdict(data: JobData) -> dict[str, Any] | None:
     }
 
 
+def _row_phase(item: PodInstance, rules: Rules, job_end: int | None) -> tuple[str | None, str | None]:
+    """The phase a replica row shows and a note on it: a pod whose bar is ``deleted`` (it was
+    removed before it ended by itself) says so, "after the job ended" when it went at or after
+    ``job_end``, instead of the phase it had when it was last seen."""
+    if outcome_of(item, rules) != "deleted":
+        return item.phase, None
+    ended_after = job_end is not None and item.finished is not None and item.finished >= job_end
+    return "Deleted", "after the job ended" if ended_after else None
+
+
 def _replicas(
-    slots: Mapping[tuple[str, int], list[PodInstance]], *, deciding: set[str], failed: bool, max_rows: int
+    slots: Mapping[tuple[str, int], list[PodInstance]],
+    *,
+    deciding: set[str],
+    failed: bool,
+    max_rows: int,
+    rules: Rules,
+    job_end: int | None,
 ) -> dict[str, Any]:
     groups: dict[str, dict[str, Any]] = {}
     shown = 0
@@ -218,12 +254,14 @@ def _replicas(
             continue
         shown += 1
         last = items[-1]
+        phase, phase_note = _row_phase(last, rules, job_end)
         group["rows"].append(
             {
                 "type": replica_type,
                 "index": index,
                 "pod": last.name,
-                "phase": last.phase,
+                "phase": phase,
+                "phase_note": phase_note,
                 "exit_code": last.exit_code,
                 "reason": last.reason,
                 "restarts": last.restarts,
@@ -298,7 +336,14 @@ def view(
         "running": running,
         "tfjob": _header(data),
         "verdict": _verdict(data),
-        "replicas": _replicas(slots, deciding=deciding, failed=failed, max_rows=max_rows),
+        "replicas": _replicas(
+            slots,
+            deciding=deciding,
+            failed=failed,
+            max_rows=max_rows,
+            rules=data.rules,
+            job_end=epoch_seconds((data.tfjob or {}).get("end")) or epoch_seconds(data.decided_at),
+        ),
         "timeline": _timeline(data, slots),
         "events": {
             "items": events,
@@ -336,4 +381,5 @@ __all__ = [
     "outcome_of",
     "view",
     "with_live",
+    "without_its_tfjob",
 ]

@@ -243,7 +243,8 @@
     if (row.deciding) tr.classList.add("deciding");
     tr.appendChild(el("td", "slot", row.type + " " + row.index));
     tr.appendChild(el("td", "pod", dash(row.pod)));
-    tr.appendChild(el("td", "phase", dash(row.phase)));
+    const phase = tr.appendChild(el("td", "phase", dash(row.phase)));
+    if (row.phase_note) phase.appendChild(el("span", "muted", " " + row.phase_note));
     tr.appendChild(el("td", "num", dash(row.exit_code)));
     tr.appendChild(el("td", null, dash(row.reason)));
     tr.appendChild(el("td", "num", dash(row.restarts)));
@@ -460,6 +461,9 @@
     if (culprit) return culprit.pod;
     const chief = pods.find(function (pod) { return String(pod.type).toLowerCase() === "chief" || String(pod.type).toLowerCase() === "master"; });
     if (chief) return chief.pod;
+    const kept = (view.logs && view.logs.kept) || {};
+    const printed = pods.find(function (pod) { return Object.prototype.hasOwnProperty.call(kept, pod.pod); });
+    if (printed) return printed.pod;
     return pods.length ? pods[0].pod : null;
   }
 
