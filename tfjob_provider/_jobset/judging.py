@@ -47,6 +47,7 @@ _NOT_RESTARTED: Final = frozenset({REASON_IMAGE_PULL, REASON_CONTAINER_CONFIG, R
 
 #: The engine's TFJob wording → the JobSet's, most specific first.
 _WORDING: Final[tuple[tuple[str, str], ...]] = (
+    ("no training operator is reconciling this TFJob", "no JobSet controller is reconciling this JobSet"),
     (
         "Is the Kubeflow training operator running, and does it watch this namespace?",
         "Is the JobSet controller (kubernetes-sigs/jobset) installed and running, and the Job "
