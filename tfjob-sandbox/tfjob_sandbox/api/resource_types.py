@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from tfjob_sandbox.api import job_wire, wire
+from tfjob_sandbox.api import job_wire, jobset_wire, wire
 
 
 @dataclass(frozen=True)
@@ -77,6 +77,14 @@ JOBS = ResourceType(
     job_wire.GROUP, job_wire.VERSION, "jobs", job_wire.KIND, subresources=frozenset({"status"})
 )
 TFJOBS = ResourceType(wire.GROUP, wire.VERSION, wire.PLURAL, wire.KIND, subresources=frozenset({"status"}))
+#: Served once the JobSet CRD is stored (the sandbox installs its own at start).
+JOBSETS = ResourceType(
+    jobset_wire.GROUP,
+    jobset_wire.VERSION,
+    jobset_wire.PLURAL,
+    jobset_wire.KIND,
+    subresources=frozenset({"status"}),
+)
 CRDS = ResourceType(
     "apiextensions.k8s.io",
     "v1",

@@ -73,6 +73,7 @@ class ObjectCreation(StoreCore):
             )
         if rt.has_status_subresource and rt not in (NAMESPACES,) and rt != PODS:
             new.pop("status", None)
+        self._run_defaulting(rt, "CREATE", new, None)
         new = self._validate_schema(rt, new, field_validation=field_validation, warnings=warnings)
         uid = str(uuid.uuid4())
         builtin_admission.apply_create_defaults(rt, new, allocate_ip=self._allocate_cluster_ip)
@@ -82,6 +83,7 @@ class ObjectCreation(StoreCore):
             job_admission.default_job(new)
             causes += job_admission.validate_job(new)
         if not causes:  # admission webhooks only see objects that passed the API server's own validation
+            new["metadata"]["name"] = name  # and with generateName resolved, as kube-apiserver's do
             causes = self._run_admission(rt, "CREATE", new, None)
         if causes:
             raise invalid(kind=rt.kind, group=rt.group, name=name, causes=causes)

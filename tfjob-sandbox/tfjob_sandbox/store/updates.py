@@ -182,6 +182,8 @@ class ObjectUpdates(ObjectDeletion):
         old_meta = meta_of(old)
         name = old_meta["name"]
         body["apiVersion"], body["kind"] = rt.api_version, rt.kind
+        if admission and subresource is None:
+            self._run_defaulting(rt, "UPDATE", body, old)
         new = self._incoming(
             rt,
             old,
