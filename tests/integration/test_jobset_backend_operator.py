@@ -93,7 +93,20 @@ def _finished(jobset: dict[str, Any]) -> bool:
 
 
 def test_the_seeds_situations_in_the_worker(cluster: Any, dags_folder: Path, tmp_path: Path) -> None:
-    _check_situations(cluster, _run(dags_folder, tmp_path, deferrable=False))
+    outcome = _run(dags_folder, tmp_path, deferrable=False)
+    _check_situations(cluster, outcome)
+    # The TFJob tab's live read of a JobSet task: the JobSet as its TFJob view.
+    from tfjob_provider.hooks.tfjob import TFJobHook
+    from tfjob_provider.ui.reads import read_live
+
+    client = TFJobHook().client
+    name = xcom_value(outcome, "ps_success", "tfjob_name")
+    live = client.run(read_live(client.session, name, "default", backend="jobset"))
+    assert live.tfjob is not None and live.tfjob["metadata"]["uid"] == xcom_value(
+        outcome, "ps_success", "tfjob_uid"
+    )
+    assert {"type": "Succeeded", "status": "True"} in live.tfjob["status"]["conditions"]
+    assert any(pod["metadata"]["name"].startswith(f"{name}-chief-0-0-") for pod in live.pods), live.pods
 
 
 def test_the_seeds_situations_deferred(cluster: Any, dags_folder: Path, tmp_path: Path) -> None:
