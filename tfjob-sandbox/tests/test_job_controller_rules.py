@@ -588,6 +588,13 @@ SYNC_CASES = [
 ]
 
 
+def test_surplus_and_suspended_pods_lose_their_finalizer_first_ending_pods_keep_it() -> None:
+    suspended = sync_job(_job(parallelism=2, completions=4, suspend=True), _pods(active=2), now=NOW)
+    assert all(a.uncounted for a in suspended.actions if isinstance(a, act.DeletePod))
+    failing = sync_job(_job(backoffLimit=0, parallelism=2, completions=4), _pods(active=1, failed=1), now=NOW)
+    assert [a.uncounted for a in failing.actions if isinstance(a, act.DeletePod)] == [False]
+
+
 @pytest.mark.parametrize(("job", "pods", "expected"), SYNC_CASES)
 def test_controller_sync_job(
     job: dict[str, Any], pods: list[dict[str, Any]], expected: dict[str, Any]

@@ -285,6 +285,7 @@ def test_suspend_deletes_active_pods_and_resume_recreates_them(
     status = _until_condition(batch_v1, "pausing", namespace, "Suspended")
     assert status.active == 0
     assert wait_for(lambda: not _pods(core_v1, namespace, "pausing"), what="pods of the suspended Job gone")
+    assert batch_v1.read_namespaced_job_status("pausing", namespace).status.failed == 0  # not failures
     batch_v1.patch_namespaced_job("pausing", namespace, {"spec": {"suspend": False}})
     wait_for(lambda: batch_v1.read_namespaced_job_status("pausing", namespace).status.active == 2)
     assert _conditions(batch_v1, "pausing", namespace) == [("Suspended", "JobResumed", "Job resumed")]
@@ -311,8 +312,9 @@ def test_active_deadline_and_ttl(batch_v1: client.BatchV1Api, namespace: str) ->
     assert wait_for(gone, what="the TTL controller to delete the Job", timeout=15)
 
 
+@pytest.mark.parametrize("propagation", ["Background", "Foreground"])
 def test_deleting_a_running_job_collects_pods_despite_tracking_finalizers(
-    batch_v1: client.BatchV1Api, core_v1: client.CoreV1Api, namespace: str
+    batch_v1: client.BatchV1Api, core_v1: client.CoreV1Api, namespace: str, propagation: str
 ) -> None:
     manifest = job_manifest(
         "doomed",
@@ -327,10 +329,11 @@ def test_deleting_a_running_job_collects_pods_despite_tracking_finalizers(
         "batch.kubernetes.io/job-tracking" in p.metadata.finalizers
         for p in _pods(core_v1, namespace, "doomed")
     )
-    batch_v1.delete_namespaced_job("doomed", namespace, propagation_policy="Background")
+    batch_v1.delete_namespaced_job("doomed", namespace, propagation_policy=propagation)
     assert wait_for(
         lambda: not core_v1.list_namespaced_pod(namespace).items, what="the pods to be collected", timeout=20
     )
+    assert wait_for(lambda: not batch_v1.list_namespaced_job(namespace).items, what="the Job to be gone")
 
 
 def test_backoff_limit_per_index_fails_one_index_and_lets_the_others_finish(

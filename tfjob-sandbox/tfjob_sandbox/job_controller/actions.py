@@ -15,9 +15,15 @@ class CreatePod:
 
 @dataclass(frozen=True)
 class DeletePod:
-    """Delete the pod; the driver records ``SuccessfulDelete`` or ``FailedDelete``."""
+    """Delete the pod; the driver records ``SuccessfulDelete`` or ``FailedDelete``.
+
+    ``uncounted``: drop the tracking finalizer first, so the pod never counts as failed (surplus
+    pods and a suspended Job's pods); an ending Job's pods keep it and are counted.
+    """
 
     name: str
+    uid: str = ""
+    uncounted: bool = False
 
 
 @dataclass(frozen=True)

@@ -233,6 +233,8 @@ class JobController:
                     if not self._create_pod(namespace, job, action.manifest):
                         return False
                 elif isinstance(action, act.DeletePod):
+                    if action.uncounted:
+                        self._remove_finalizer(namespace, action.name, uid=action.uid)
                     self._delete_pod(namespace, job, action.name)
                 elif isinstance(action, act.RemoveFinalizer):
                     self._remove_finalizer(namespace, action.name, uid=action.uid)

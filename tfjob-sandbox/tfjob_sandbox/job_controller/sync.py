@@ -307,9 +307,10 @@ def _deadline_left(run: _Pass) -> float | None:
     return float(seconds) - (run.epoch - started)
 
 
-def _delete_pods(run: _Pass, pods: list[dict[str, Any]]) -> int:
+def _delete_pods(run: _Pass, pods: list[dict[str, Any]], *, uncounted: bool = False) -> int:
+    """deleteActivePods (an ending Job, finalizers kept) or deleteJobPods (``uncounted``)."""
     for pod in pods:
-        run.actions.append(act.DeletePod(pod["metadata"]["name"]))
+        run.actions.append(act.DeletePod(pod["metadata"]["name"], pr.uid(pod), uncounted))
         run.terminating += 1
         if pr.is_ready(pod):
             run.ready -= 1
@@ -321,7 +322,7 @@ def _manage(run: _Pass) -> int:
     spec = run.spec
     active = len(run.active)
     if spec.get("suspend"):
-        return active - _delete_pods(run, sorted(run.active, key=pr.removal_order_key))
+        return active - _delete_pods(run, sorted(run.active, key=pr.removal_order_key), uncounted=True)
     parallelism = int(spec.get("parallelism", 1))
     completions = spec.get("completions")
     if completions is None:
@@ -330,7 +331,7 @@ def _manage(run: _Pass) -> int:
         want = max(0, min(int(completions) - run.succeeded, parallelism))
     surplus = _pods_for_removal(run, max(0, active - want))[:MAX_POD_CHANGES_PER_SYNC]
     if surplus:
-        return active - _delete_pods(run, surplus)
+        return active - _delete_pods(run, surplus, uncounted=True)
     terminating = run.terminating if pr.only_replace_failed(run.job) else 0
     missing = want - terminating - active
     if missing <= 0:
@@ -379,8 +380,10 @@ def _pods_for_removal(run: _Pass, at_least: int) -> list[dict[str, Any]]:
             else:
                 by_index.setdefault(index, []).append(pod)
         for index in sorted(by_index):
-            group = sorted(by_index[index], key=pr.removal_order_key)
-            remove.extend(group[:-1])
+            group = by_index[index]
+            if len(group) > 1:  # keep the most advanced pod of a repeated index
+                group = sorted(group, key=pr.removal_order_key)
+                remove.extend(group[:-1])
             left.append(group[-1])
     if len(remove) < at_least:
         left.sort(key=pr.removal_order_key)
