@@ -98,3 +98,23 @@ def tfjob_manifest(
             **spec,
         },
     }
+
+
+def job_manifest(
+    name: str, *, command: list[str] | None = None, restart_policy: str = "Never", **spec: Any
+) -> dict[str, Any]:
+    """A minimal batch/v1 Job running ``command`` in its ``main`` container (``spec`` keys added as given)."""
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {
+            "template": {
+                "spec": {
+                    "restartPolicy": restart_policy,
+                    "containers": [{"name": "main", "image": "busybox", "command": command or ["true"]}],
+                }
+            },
+            **spec,
+        },
+    }

@@ -28,7 +28,6 @@ from tfjob_provider._outcome.task_ending import (
     needs_report,
 )
 from tfjob_provider._outcome.wait import WaitOutcome, WaitTarget, has_succeeded, uid_of, utc_now
-from tfjob_provider.kube import operations as ops
 from tfjob_provider.kube.errors import (
     ForbiddenError,
     InvalidError,
@@ -36,6 +35,7 @@ from tfjob_provider.kube.errors import (
     NotFoundError,
     TFJobNotServedError,
 )
+from tfjob_provider.kube.kinds import TFJOB, JobKind, kind_of_engine
 from tfjob_provider.ui.record import XCOM_RECORD
 from tfjob_provider.ui.recording import gather_record
 
@@ -64,11 +64,11 @@ def outcome_from_event(task_id: str, event: Mapping[str, Any]) -> WaitOutcome:
 
 
 def read_job(
-    client: SyncTFJobClient, *, name: str, namespace: str
+    client: SyncTFJobClient, *, name: str, namespace: str, kind: JobKind = TFJOB
 ) -> tuple[Mapping[str, Any] | None, list[dict[str, Any]]]:
     """The TFJob (None if absent) and its pods, straight from the API server, pods first
-    (:data:`~tfjob_provider._outcome.wait.FRESH_READ_ORDER`)."""
-    return client.run(ops.read_job(client.session, name, namespace=namespace))
+    (:data:`~tfjob_provider._outcome.wait.FRESH_READ_ORDER`); a JobSet as its TFJob view."""
+    return client.run(kind.read(client.session, name, namespace=namespace))
 
 
 def judge_confirmed(
@@ -83,7 +83,8 @@ def judge_confirmed(
     (:meth:`~tfjob_provider._outcome.wait.WaitTarget.needs_confirmation`) — for every sync waiter."""
     outcome = target.judge(tfjob, pods, now=utc_now(), deleted=deleted)
     if target.needs_confirmation(outcome):
-        tfjob, pods = read_job(client, name=target.name, namespace=target.namespace)
+        kind = kind_of_engine(target.engine)
+        tfjob, pods = read_job(client, name=target.name, namespace=target.namespace, kind=kind)
         outcome = target.confirm(outcome, tfjob, pods, now=utc_now())
     return outcome
 
@@ -115,6 +116,7 @@ def gather_failure_report(
     *,
     log_tail_lines: int,
     kept_logs: dict[str, str] | None = None,
+    kind: JobKind = TFJOB,
 ) -> str:
     """Fetch pods, culprit log tails and events, and word the culprit-first failure report;
     the log tails are also put in ``kept_logs`` (for the ``tfjob_record``)."""
@@ -122,7 +124,7 @@ def gather_failure_report(
     verdict = outcome.verdict
     notes: list[str] = []
     try:
-        pods = client.list_job_pods(outcome.name, namespace=outcome.namespace)
+        pods = client.run(kind.list_pods(client.session, outcome.name, namespace=outcome.namespace))
     except KubeApiError as error:
         pods = []
         notes.append(f"(could not list the pods: {error.message})")
@@ -163,6 +165,7 @@ def delete_if_ours(
     log: TaskLog,
     why: str,
     keep_succeeded: bool = True,
+    kind: JobKind = TFJOB,
 ) -> bool:
     """Delete the TFJob unless another object (another UID) has taken its name; True if deleted.
 
@@ -175,10 +178,11 @@ def delete_if_ours(
     decided, and must not hide it.
     """
     try:
-        current = client.get_tfjob(name, namespace=namespace)
+        current = client.run(kind.get(client.session, name, namespace=namespace))
         if uid is not None and uid_of(current) != uid:
             log.info(
-                "Not deleting TFJob %s/%s: it is another object now (uid %s)",
+                "Not deleting %s %s/%s: it is another object now (uid %s)",
+                kind.noun,
                 namespace,
                 name,
                 uid_of(current),
@@ -186,20 +190,23 @@ def delete_if_ours(
             return False
         if keep_succeeded and has_succeeded(current):
             log.info(
-                "Not deleting TFJob %s/%s (%s): the training operator marked it Succeeded",
+                "Not deleting %s %s/%s (%s): %s marked it %s",
+                kind.noun,
                 namespace,
                 name,
                 why,
+                "the training operator" if kind is TFJOB else "the JobSet controller",
+                "Succeeded" if kind is TFJOB else "Completed",
             )
             return False
-        deleted = client.delete_tfjob(name, namespace=namespace)
+        deleted = client.run(kind.delete(client.session, name, namespace=namespace))
     except NotFoundError:
         return False
     except KubeApiError as error:
-        log.warning("Could not delete TFJob %s/%s (%s): %s", namespace, name, why, error.message)
+        log.warning("Could not delete %s %s/%s (%s): %s", kind.noun, namespace, name, why, error.message)
         return False
     if deleted:
-        log.info("Deleted TFJob %s/%s (uid %s): %s", namespace, name, uid, why)
+        log.info("Deleted %s %s/%s (uid %s): %s", kind.noun, namespace, name, uid, why)
     return deleted
 
 
@@ -217,7 +224,8 @@ def settle(
     if not needs_fresh_read(outcome):
         return outcome, None
     try:
-        tfjob, pods = read_job(client, name=target.name, namespace=target.namespace)
+        kind = kind_of_engine(target.engine)
+        tfjob, pods = read_job(client, name=target.name, namespace=target.namespace, kind=kind)
     except KubeApiError as error:
         return outcome, error.message
     fresh = target.judge(tfjob, pods, now=utc_now())
@@ -244,7 +252,9 @@ def decide_ending(
     outcome, unread = settle(client, target, outcome)
     logs: dict[str, str] = {}
     report = (
-        gather_failure_report(client, outcome, log_tail_lines=log_tail_lines, kept_logs=logs)
+        gather_failure_report(
+            client, outcome, log_tail_lines=log_tail_lines, kept_logs=logs, kind=kind_of_engine(target.engine)
+        )
         if needs_report(outcome)
         else None
     )
@@ -289,6 +299,7 @@ def carry_out(
     role: Role,
     ti: Any,
     log: TaskLog,
+    kind: JobKind = TFJOB,
 ) -> dict[str, Any] | None:
     """Log, push the XComs, delete if decided, then return the result or raise the exception."""
     if ending.report is not None:
@@ -306,6 +317,7 @@ def carry_out(
             log=log,
             why=ending.delete_reason,
             keep_succeeded=ending.kind != "success",
+            kind=kind,
         )
     if ending.kind == "success":
         return ending.result

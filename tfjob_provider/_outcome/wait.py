@@ -9,7 +9,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any, Final, Literal, get_args
+from typing import Any, Final, Literal, Protocol, get_args
 
 from tfjob_provider._outcome.outputs import deciding_pod, termination_message
 from tfjob_provider._outcome.report import job_times, pod_name
@@ -18,11 +18,42 @@ from tfjob_provider.policy import (
     Rules,
     Verdict,
     VerdictState,
-    decide,
     decide_with_next_change,
     startup_timeout,
     tfjob_deleted,
 )
+
+
+class JobEngine(Protocol):
+    """How a wait judges its job: the TFJob engine, or the JobSet one
+    (:class:`tfjob_provider._jobset.judging.JobSetEngine`); ``noun`` names the job in messages."""
+
+    @property
+    def noun(self) -> str: ...
+
+    def decide(
+        self, tfjob: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], *, now: datetime, rules: Rules
+    ) -> tuple[Verdict, datetime | None]: ...
+
+    def reword(self, message: str, *, where: str) -> str: ...
+
+
+@dataclass(frozen=True)
+class TFJobEngine:
+    """:func:`~tfjob_provider.policy.decide_with_next_change` on a TFJob and its pods."""
+
+    noun: str = "TFJob"
+
+    def decide(
+        self, tfjob: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], *, now: datetime, rules: Rules
+    ) -> tuple[Verdict, datetime | None]:
+        return decide_with_next_change(tfjob, pods, now=now, rules=rules)
+
+    def reword(self, message: str, *, where: str) -> str:
+        return message
+
+
+TFJOB_ENGINE: Final = TFJobEngine()
 
 SETTLE_SECONDS: Final = 1.0
 """How long a snapshot whose verdict needs a fresh read waits for the other stream first.
@@ -208,6 +239,7 @@ class WaitTarget:
     :param deadline_name: what the deadline comes from, for messages (``timeout``,
         ``execution_timeout``).
     :param wait_for_existence: a TFJob that does not exist (yet) is waited for, not a failure.
+    :param engine: how the job is judged and named (:data:`TFJOB_ENGINE`, or the JobSet's).
     """
 
     name: str
@@ -218,6 +250,7 @@ class WaitTarget:
     deadline: datetime | None = None
     deadline_name: str = "timeout"
     wait_for_existence: bool = False
+    engine: JobEngine = TFJOB_ENGINE
 
     def effective_rules(self) -> Rules:
         rules = self.rules or Rules()
@@ -257,10 +290,11 @@ class WaitTarget:
 
     def deleted(self, *, replaced_by: str | None = None) -> WaitOutcome:
         """The TFJob disappeared (or another object took its name) before it finished."""
-        where = f"TFJob {self.namespace}/{self.name}"
+        noun = self.engine.noun
+        where = f"{noun} {self.namespace}/{self.name}"
         if replaced_by:
             message = (
-                f"{where} (uid {self.uid}) was deleted and replaced by another TFJob (uid {replaced_by})"
+                f"{where} (uid {self.uid}) was deleted and replaced by another {noun} (uid {replaced_by})"
             )
         elif self.uid is None and not self.wait_for_existence:
             message = f"{where} does not exist"
@@ -318,7 +352,7 @@ class WaitTarget:
         current_uid = uid_of(tfjob)
         if self.uid is not None and current_uid is not None and current_uid != self.uid:
             return self.deleted(replaced_by=current_uid), None
-        verdict, changes_at = decide_with_next_change(tfjob, pods, now=now, rules=self.effective_rules())
+        verdict, changes_at = self.engine.decide(tfjob, pods, now=now, rules=self.effective_rules())
         if _metadata(tfjob).get("deletionTimestamp") and not (verdict.terminal and verdict.operator_finished):
             # Being deleted: its pods are killed *because of* the deletion (and a chief that exits
             # 0 on SIGTERM would look like success), so only an outcome the training operator had
@@ -331,14 +365,16 @@ class WaitTarget:
         startup_ends = self._startup_ends(tfjob) if verdict.state is VerdictState.PENDING else None
         if startup_ends is not None and now >= startup_ends:
             assert self.startup_timeout is not None
+            where = f"{self.engine.noun} {self.namespace}/{self.name}"
             failed = startup_timeout(
                 tfjob,
                 pods,
                 progress=verdict,
                 waited=self._seconds_since_creation(tfjob, now) or 0.0,
                 limit=self.startup_timeout,
-                where=f"TFJob {self.namespace}/{self.name}",
+                where=where,
             )
+            failed = dataclasses.replace(failed, message=self.engine.reword(failed.message, where=where))
             return self._outcome("failed", failed.message, tfjob=tfjob, verdict=failed, pods=pods), None
         return None, earliest(changes_at, startup_ends, self.deadline)
 
@@ -399,13 +435,14 @@ class WaitTarget:
         when = format_utc(self.deadline) or "?"
         if tfjob is None:
             message = (
-                f"{self.deadline_name} reached at {when}: TFJob {self.namespace}/{self.name} does not exist"
+                f"{self.deadline_name} reached at {when}: {self.engine.noun} {self.namespace}/{self.name} "
+                "does not exist"
             )
             return self._outcome("timeout", message, tfjob=None, verdict=None)
-        verdict = decide(tfjob, pods, now=now, rules=self.effective_rules())
+        verdict = self.engine.decide(tfjob, pods, now=now, rules=self.effective_rules())[0]
         message = (
-            f"{self.deadline_name} reached at {when} while TFJob {self.namespace}/{self.name} was still "
-            f"{verdict.state.value}: {verdict.message}"
+            f"{self.deadline_name} reached at {when} while {self.engine.noun} {self.namespace}/{self.name} "
+            f"was still {verdict.state.value}: {verdict.message}"
         )
         return self._outcome("timeout", message, tfjob=tfjob, verdict=verdict, pods=pods)
 
@@ -437,7 +474,10 @@ __all__ = [
     "FRESH_READ_ORDER",
     "OUTCOME_STATUSES",
     "SETTLE_SECONDS",
+    "TFJOB_ENGINE",
+    "JobEngine",
     "OutcomeStatus",
+    "TFJobEngine",
     "WaitOutcome",
     "WaitTarget",
     "earliest",

@@ -11,9 +11,9 @@ from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from tfjob_provider.kube import effects, list_watch
-from tfjob_provider.kube import operations as ops
 from tfjob_provider.kube.async_client import AsyncTFJobClient
 from tfjob_provider.kube.errors import ForbiddenError, KubeApiError
+from tfjob_provider.kube.kinds import TFJOB, JobKind
 from tfjob_provider.kube.tracking import JobKey, JobSnapshot, JobTracker
 
 log = logging.getLogger(__name__)
@@ -92,18 +92,26 @@ class Subscription:
         return self._latest
 
 
+def _registry_key(
+    client: AsyncTFJobClient, namespace: str, kind: JobKind
+) -> tuple[int, str] | tuple[int, str, str]:
+    """TFJob watches keep the key they always had; a JobSet watch has its own streams beside it."""
+    return (id(client), namespace) if kind is TFJOB else (id(client), namespace, kind.backend)
+
+
 class SharedJobWatch:
-    """The shared streams of one client (connection + event loop) and namespace.
+    """The shared streams of one client (connection + event loop), namespace and kind of job.
 
     Use :meth:`subscribe`; instances are created and stopped by it.
     """
 
-    _instances: dict[tuple[int, str], SharedJobWatch] = {}  # process-wide registry
+    _instances: dict[tuple[int, str] | tuple[int, str, str], SharedJobWatch] = {}  # process-wide registry
 
-    def __init__(self, client: AsyncTFJobClient, namespace: str) -> None:
+    def __init__(self, client: AsyncTFJobClient, namespace: str, kind: JobKind = TFJOB) -> None:
         self.client = client
         self.namespace = namespace
-        self.tracker = JobTracker(namespace=namespace, slim=True)
+        self.kind = kind
+        self.tracker = kind.shared_tracker(namespace)
         self.subscribers: dict[JobKey, set[Subscription]] = {}
         self.ready = False
         self._task: asyncio.Task[None] | None = None
@@ -113,13 +121,14 @@ class SharedJobWatch:
     @classmethod
     @contextlib.asynccontextmanager
     async def subscribe(
-        cls, client: AsyncTFJobClient, *, name: str, namespace: str
+        cls, client: AsyncTFJobClient, *, name: str, namespace: str, kind: JobKind = TFJOB
     ) -> AsyncIterator[Subscription]:
-        """Follow TFJob ``namespace/name`` through the shared streams for as long as the block runs."""
-        registry_key = (id(client), namespace)
+        """Follow TFJob (or ``kind``) ``namespace/name`` through the shared streams for as long as
+        the block runs."""
+        registry_key = _registry_key(client, namespace, kind)
         watch = cls._instances.get(registry_key)
         if watch is None:
-            watch = cls._instances[registry_key] = SharedJobWatch(client, namespace)
+            watch = cls._instances[registry_key] = SharedJobWatch(client, namespace, kind)
         subscription = watch._add(name)
         try:
             yield subscription
@@ -130,9 +139,9 @@ class SharedJobWatch:
                 await watch._stop()
 
     @classmethod
-    def active(cls, client: AsyncTFJobClient, namespace: str) -> SharedJobWatch | None:
+    def active(cls, client: AsyncTFJobClient, namespace: str, kind: JobKind = TFJOB) -> SharedJobWatch | None:
         """The running shared watch for ``client`` and ``namespace``, if any (for tests and metrics)."""
-        return cls._instances.get((id(client), namespace))
+        return cls._instances.get(_registry_key(client, namespace, kind))
 
     def _add(self, name: str) -> Subscription:
         key = (self.namespace, name)
@@ -181,7 +190,7 @@ class SharedJobWatch:
         session = self.client.session
         try:
             try:
-                streams = list_watch.job_streams(session, self.tracker, namespace=self.namespace)
+                streams = self.kind.shared_streams(session, self.tracker, self.namespace)
                 await self.client.run(
                     list_watch.run_list_watches(session, streams, on_changes=self._dispatch)
                 )
@@ -193,11 +202,11 @@ class SharedJobWatch:
         except asyncio.CancelledError:
             raise
         except (KubeApiError, Exception) as error:  # every subscriber must learn about it
-            log.error("shared TFJob watch in %s failed: %s", self.namespace, error)
+            log.error("shared %s watch in %s failed: %s", self.kind.noun, self.namespace, error)
             for peers in self.subscribers.values():
                 for subscription in peers:
                     subscription._fail(error)
-            registry_key = (id(self.client), self.namespace)
+            registry_key = _registry_key(self.client, self.namespace, self.kind)
             if SharedJobWatch._instances.get(registry_key) is self:
                 del SharedJobWatch._instances[registry_key]
 
@@ -207,7 +216,7 @@ class SharedJobWatch:
         while True:
             for key in list(self.subscribers):
                 _, name = key
-                tfjob, pods = await self.client.run(ops.read_job(session, name, namespace=self.namespace))
+                tfjob, pods = await self.client.run(self.kind.read(session, name, namespace=self.namespace))
                 snapshot = _merge_poll(tracker, key, tfjob, pods)
                 self.ready = True
                 for subscription in self.subscribers.get(key, ()):

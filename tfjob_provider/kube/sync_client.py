@@ -8,7 +8,7 @@ import contextlib
 import queue
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 import urllib3
@@ -286,16 +286,21 @@ class SyncTFJobClient:
         return self._run(ops.list_events(self.session, namespace=namespace, involved_names=involved_names))
 
     def watch_job(
-        self, name: str, *, namespace: str, stopping: threading.Event | None = None
+        self,
+        name: str,
+        *,
+        namespace: str,
+        stopping: threading.Event | None = None,
+        watch: Callable[..., effects.Operation[None]] = list_watch.watch_job,
     ) -> Iterator[JobSnapshot]:
         """Snapshots of the TFJob and its pods: after the initial lists, then after every change.
 
         Runs until the consumer stops iterating (closing the generator closes the streams), until
         ``stopping`` is set (from any thread), or until an error that retries and reconnects could
-        not ride out is raised.
+        not ride out is raised.  ``watch``: the watch operation (a JobSet's: ``JobKind.watch``).
         """
-        watch = list_watch.watch_job(self.session, name, namespace=namespace)
-        return self._drive(watch if stopping is None else effects.stoppable(watch, stopping))
+        operation = watch(self.session, name, namespace=namespace)
+        return self._drive(operation if stopping is None else effects.stoppable(operation, stopping))
 
     def run(self, operation: effects.Operation[T]) -> T:
         """Run any :mod:`.operations` generator on this transport."""

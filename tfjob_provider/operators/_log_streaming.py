@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from tfjob_provider._outcome.report import log_pod_for, pod_name, replica_of
 from tfjob_provider.constants import DEFAULT_CONTAINER_NAME
+from tfjob_provider.kube.kinds import TFJOB, JobKind
 
 if TYPE_CHECKING:
     from tfjob_provider.kube.sync_client import SyncTFJobClient
@@ -139,6 +140,7 @@ def print_deciding_log(
     tail_lines: int = RESUMED_LOG_LINES,
     limit_bytes: int = RESUMED_LOG_BYTES,
     reported: Collection[str] = (),
+    kind: JobKind = TFJOB,
 ) -> None:
     """Print the chief's (else worker-0's) log after a deferred wait: its last ``tail_lines`` lines.
 
@@ -147,17 +149,18 @@ def print_deciding_log(
     is reported in one line instead.
     """
     try:
-        pod = log_pod_for(client.list_job_pods(name, namespace=namespace))
+        pod = log_pod_for(client.run(kind.list_pods(client.session, name, namespace=namespace)))
         if pod is not None and pod_name(pod) in reported:
             return
         if pod is None or _container_state(pod)[1] is None:
-            emit(f"TFJob {namespace}/{name}: no chief or worker-0 log to show (its pod is gone or never ran)")
+            where = f"{kind.noun} {namespace}/{name}"
+            emit(f"{where}: no chief or worker-0 log to show (its pod is gone or never ran)")
             return
         text = client.read_log_tail(
             pod_name(pod), namespace=namespace, tail_lines=tail_lines, limit_bytes=limit_bytes
         )
     except Exception as error:  # the log is a courtesy; the outcome is decided already
-        emit(f"TFJob {namespace}/{name}: could not read the deciding replica's log: {error}")
+        emit(f"{kind.noun} {namespace}/{name}: could not read the deciding replica's log: {error}")
         return
     prefix = _prefix(pod)
     emit(f"{prefix} log of pod {pod_name(pod)} (last {tail_lines} lines; the wait ran in the triggerer):")

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from airflow.providers.common.compat.sdk import AirflowException, AirflowFailException
 
 from tfjob_provider._airflow.carrying_out import TaskLog
-from tfjob_provider._outcome.wait import uid_of
+from tfjob_provider._outcome.wait import uid_of, utc_now
 from tfjob_provider.constants import (
     ANNOTATION_DAG_ID,
     ANNOTATION_RUN_ID,
@@ -20,8 +20,9 @@ from tfjob_provider.constants import (
     ANNOTATION_TRY_NUMBER,
 )
 from tfjob_provider.kube.errors import AlreadyExistsError, NotFoundError
+from tfjob_provider.kube.kinds import TFJOB, JobKind
 from tfjob_provider.naming import matches_identity
-from tfjob_provider.policy import Rules, VerdictState, decide
+from tfjob_provider.policy import Rules, VerdictState
 
 if TYPE_CHECKING:
     from tfjob_provider.kube.sync_client import SyncTFJobClient
@@ -61,7 +62,7 @@ def _annotations(tfjob: Mapping[str, Any]) -> Mapping[str, Any]:
     return annotations if isinstance(annotations, Mapping) else {}
 
 
-def clash_message(existing: Mapping[str, Any], *, name: str, namespace: str) -> str:
+def clash_message(existing: Mapping[str, Any], *, name: str, namespace: str, noun: str = "TFJob") -> str:
     annotations = _annotations(existing)
     if ANNOTATION_DAG_ID in annotations:
         owner = (
@@ -71,7 +72,7 @@ def clash_message(existing: Mapping[str, Any], *, name: str, namespace: str) -> 
     else:
         owner = "it was not submitted by tfjob-provider"
     return (
-        f"A TFJob named {name!r} already exists in namespace {namespace!r}, but {owner}; "
+        f"A {noun} named {name!r} already exists in namespace {namespace!r}, but {owner}; "
         "it is left untouched. Fix: delete it yourself if it is stale, or give this task another "
         "job_name (leaving job_name unset gives every task instance its own name)."
     )
@@ -85,21 +86,22 @@ def delete_and_wait(
     uid: str | None,
     log: TaskLog,
     timeout: float = DELETE_WAIT_SECONDS,
+    kind: JobKind = TFJOB,
 ) -> None:
     """Delete the TFJob (Foreground: pods first) and wait until no object with ``uid`` remains."""
-    client.delete_tfjob(name, namespace=namespace)
+    client.run(kind.delete(client.session, name, namespace=namespace))
     deadline = time.monotonic() + timeout
     pause = 0.2
     while True:
         try:
-            current = client.get_tfjob(name, namespace=namespace)
+            current = client.run(kind.get(client.session, name, namespace=namespace))
         except NotFoundError:
             return
         if uid is not None and uid_of(current) != uid:
             return
         if time.monotonic() >= deadline:
             raise AirflowException(
-                f"TFJob {namespace}/{name} was deleted but still exists after {timeout:g} s "
+                f"{kind.noun} {namespace}/{name} was deleted but still exists after {timeout:g} s "
                 "(a finalizer or its pods may be stuck); it must be gone before a new one is submitted"
             )
         time.sleep(pause)
@@ -128,6 +130,7 @@ def _decide_on_existing(
     rules: Rules,
     reattach: bool,
     log: TaskLog,
+    kind: JobKind,
 ) -> Submission | None:
     """What to do with a TFJob found under our name; None once it has been removed."""
     if not matches_identity(
@@ -137,27 +140,31 @@ def _decide_on_existing(
         run_id=identity.run_id,
         map_index=identity.map_index,
     ):
-        raise AirflowFailException(clash_message(existing, name=name, namespace=namespace))
+        raise AirflowFailException(clash_message(existing, name=name, namespace=namespace, noun=kind.noun))
     uid = uid_of(existing)
     if _is_being_deleted(existing):
-        log.info("TFJob %s/%s (uid %s) is being deleted; waiting until it is gone", namespace, name, uid)
-        delete_and_wait(client, name=name, namespace=namespace, uid=uid, log=log)
+        log.info(
+            "%s %s/%s (uid %s) is being deleted; waiting until it is gone", kind.noun, namespace, name, uid
+        )
+        delete_and_wait(client, name=name, namespace=namespace, uid=uid, log=log, kind=kind)
         return None
     if not reattach:
         log.info(
-            "reattach=False: deleting this task instance's existing TFJob %s/%s (uid %s)",
+            "reattach=False: deleting this task instance's existing %s %s/%s (uid %s)",
+            kind.noun,
             namespace,
             name,
             uid,
         )
-        delete_and_wait(client, name=name, namespace=namespace, uid=uid, log=log)
+        delete_and_wait(client, name=name, namespace=namespace, uid=uid, log=log, kind=kind)
         return None
-    pods = client.list_job_pods(name, namespace=namespace)
-    verdict = decide(existing, pods, rules=rules)
+    existing, pods = client.run(kind.with_pods(client.session, existing, name, namespace=namespace))
+    verdict = kind.engine.decide(existing, pods, now=utc_now(), rules=rules)[0]
     submitted_by = _try_number(existing)
     if verdict.state is VerdictState.SUCCEEDED:
         log.info(
-            "TFJob %s/%s (uid %s) already succeeded (try %s); not resubmitting",
+            "%s %s/%s (uid %s) already succeeded (try %s); not resubmitting",
+            kind.noun,
             namespace,
             name,
             uid,
@@ -166,20 +173,22 @@ def _decide_on_existing(
         return Submission(existing, "finished")
     if verdict.state is VerdictState.FAILED:
         if submitted_by == identity.try_number:
-            log.info("TFJob %s/%s (uid %s) of this try already failed", namespace, name, uid)
+            log.info("%s %s/%s (uid %s) of this try already failed", kind.noun, namespace, name, uid)
             return Submission(existing, "finished")
         log.info(
-            "TFJob %s/%s (uid %s) failed in try %s; deleting it to submit a fresh one for try %s",
+            "%s %s/%s (uid %s) failed in try %s; deleting it to submit a fresh one for try %s",
+            kind.noun,
             namespace,
             name,
             uid,
             submitted_by,
             identity.try_number,
         )
-        delete_and_wait(client, name=name, namespace=namespace, uid=uid, log=log)
+        delete_and_wait(client, name=name, namespace=namespace, uid=uid, log=log, kind=kind)
         return None
     log.info(
-        "Adopting TFJob %s/%s (uid %s, submitted by try %s, now %s)",
+        "Adopting %s %s/%s (uid %s, submitted by try %s, now %s)",
+        kind.noun,
         namespace,
         name,
         uid,
@@ -197,13 +206,16 @@ def submit_or_adopt(
     rules: Rules,
     reattach: bool,
     log: TaskLog,
+    kind: JobKind = TFJOB,
 ) -> Submission:
     """Find, adopt, replace or create this task instance's TFJob (see the module table)."""
     metadata = manifest["metadata"]
     name, namespace = str(metadata["name"]), str(metadata["namespace"])
     for _attempt in range(3):
         try:
-            existing: Mapping[str, Any] | None = client.get_tfjob(name, namespace=namespace)
+            existing: Mapping[str, Any] | None = client.run(
+                kind.get(client.session, name, namespace=namespace)
+            )
         except NotFoundError:
             existing = None
         if existing is not None:
@@ -216,19 +228,20 @@ def submit_or_adopt(
                 rules=rules,
                 reattach=reattach,
                 log=log,
+                kind=kind,
             )
             if decided is not None:
                 return decided
         try:
-            created = client.create_tfjob(manifest, namespace=namespace)
+            created = client.run(kind.create(client.session, manifest, namespace=namespace))
         except AlreadyExistsError:
-            log.info("TFJob %s/%s appeared while submitting; looking at it again", namespace, name)
+            log.info("%s %s/%s appeared while submitting; looking at it again", kind.noun, namespace, name)
             continue
-        log.info("Created TFJob %s/%s (uid %s)", namespace, name, uid_of(created))
+        log.info("Created %s %s/%s (uid %s)", kind.noun, namespace, name, uid_of(created))
         return Submission(created, "created")
     raise AirflowException(
-        f"TFJob {namespace}/{name} kept reappearing while this task tried to submit it; "
-        "is another process creating TFJobs under the same name?"
+        f"{kind.noun} {namespace}/{name} kept reappearing while this task tried to submit it; "
+        f"is another process creating {kind.noun}s under the same name?"
     )
 
 

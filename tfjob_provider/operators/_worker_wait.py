@@ -14,6 +14,7 @@ from tfjob_provider._airflow.carrying_out import read_job
 from tfjob_provider._outcome.wait import WaitOutcome, WaitTarget, earliest, utc_now
 from tfjob_provider._outcome.wait_clock import sleep_seconds
 from tfjob_provider.kube.errors import KubeApiError
+from tfjob_provider.kube.kinds import kind_of_engine
 
 if TYPE_CHECKING:
     from tfjob_provider.kube.sync_client import SyncTFJobClient
@@ -100,8 +101,10 @@ def wait_in_worker(
         an ``error`` outcome at the next wake-up.
     """
 
+    kind = kind_of_engine(target.engine)
+
     def open_watch(stopping: threading.Event) -> Iterator[JobSnapshot]:
-        return client.watch_job(target.name, namespace=target.namespace, stopping=stopping)
+        return client.watch_job(target.name, namespace=target.namespace, stopping=stopping, watch=kind.watch)
 
     feed = SnapshotFeed(open_watch, name=target.name)
     feed.start()
@@ -115,7 +118,7 @@ def wait_in_worker(
             interrupted=interrupted,
         )
     except KubeApiError as error:  # a fresh read failed even after the client's retries
-        return target.error(f"reading TFJob {target.namespace}/{target.name} failed: {error.message}")
+        return target.error(f"reading {kind.noun} {target.namespace}/{target.name} failed: {error.message}")
     finally:
         feed.stop()
 
@@ -130,6 +133,8 @@ def _wait(
     interrupted: Callable[[], str | None] | None,
 ) -> WaitOutcome:
     last: JobSnapshot | None = None
+    kind = kind_of_engine(target.engine)
+    noun = kind.noun
     wake_at = target.deadline  # when time alone may change the outcome of ``last``
     while True:
         ended, error = feed.ended, feed.error  # read before the snapshot: never miss the last one
@@ -146,14 +151,14 @@ def _wait(
                 wake_at = earliest(wake_at, utc_now() + timedelta(seconds=poll_interval))
         if error is not None:
             message = error.message if isinstance(error, KubeApiError) else str(error)
-            return target.error(f"watching TFJob {target.namespace}/{target.name} failed: {message}")
+            return target.error(f"watching {noun} {target.namespace}/{target.name} failed: {message}")
         if ended:
-            return target.error(f"the watch on TFJob {target.namespace}/{target.name} ended unexpectedly")
+            return target.error(f"the watch on {noun} {target.namespace}/{target.name} ended unexpectedly")
         reason = interrupted() if interrupted is not None else None
         if reason:
             return target.error(reason)
         if target.deadline_passed(now):
-            tfjob, pods = read_job(client, name=target.name, namespace=target.namespace)
+            tfjob, pods = read_job(client, name=target.name, namespace=target.namespace, kind=kind)
             now = utc_now()
             outcome = target.judge(tfjob, pods, now=now) or target.timed_out(tfjob, pods, now=now)
             return outcome.with_recreations(last.recreations if last is not None else {})
@@ -170,7 +175,8 @@ def _judge(
     if not target.needs_confirmation(outcome):
         return outcome, wake_at
     assert outcome is not None
-    tfjob, pods = read_job(client, name=target.name, namespace=target.namespace)
+    kind = kind_of_engine(target.engine)
+    tfjob, pods = read_job(client, name=target.name, namespace=target.namespace, kind=kind)
     now = utc_now()
     confirmed = target.confirm(outcome, tfjob, pods, now=now)
     return (confirmed, None) if confirmed is not None else target.assess(tfjob, pods, now=now)

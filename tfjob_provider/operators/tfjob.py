@@ -32,6 +32,7 @@ from tfjob_provider._airflow.carrying_out import (
 )
 from tfjob_provider._airflow.fail_fast_templates import FailFastTemplates
 from tfjob_provider._airflow.task_params import DEFERRAL_TIMEOUT_MARGIN, coerce_rules, seconds
+from tfjob_provider._jobset import tfjob_to_jobset
 from tfjob_provider._outcome.report import result_dict
 from tfjob_provider._outcome.task_ending import ON_FINISH_ACTIONS, OnFinishAction
 from tfjob_provider._outcome.wait import (
@@ -44,6 +45,7 @@ from tfjob_provider._outcome.wait import (
 )
 from tfjob_provider.clipping import clip
 from tfjob_provider.hooks.tfjob import TFJobHook
+from tfjob_provider.kube.kinds import JobKind, kind_for
 from tfjob_provider.lineage.extra import check_asset_keys
 from tfjob_provider.lineage.task_lineage import TFJobLineage
 from tfjob_provider.links import (
@@ -67,9 +69,12 @@ from tfjob_provider.naming import job_name_for, stamp_identity
 from tfjob_provider.operators._log_streaming import LogStreamer, print_deciding_log
 from tfjob_provider.operators._submission import Submission, TaskIdentity, submit_or_adopt
 from tfjob_provider.operators._worker_wait import wait_in_worker, wake_worker_waits
-from tfjob_provider.policy import Rules, decide
+from tfjob_provider.policy import Rules
 from tfjob_provider.triggers.tfjob import TFJobTrigger
 from tfjob_provider.ui.record import XCOM_CONN_ID, now_iso, observe
+
+#: XCom key of the backend (``"jobset"``), pushed by tasks that run on JobSet only.
+XCOM_BACKEND: Final = "tfjob_backend"
 
 if TYPE_CHECKING:
     from airflow.providers.common.compat.sdk import Context
@@ -192,6 +197,8 @@ class TFJobOperator(FailFastTemplates, TFJobLineage, BaseOperator):
         OpenLineage input datasets.
     :param dashboard_url_template: URL of the "TFJob" extra link with ``{namespace}``, ``{name}``
         and ``{uid}`` placeholders; default: ``[tfjob_provider] dashboard_url_template``.
+    :param backend: what runs the training: ``"tfjob"`` (default: a TFJob for the Kubeflow training
+        operator) or ``"jobset"`` (the same job translated to a JobSet, docs/guides/jobset.md).
     """
 
     template_fields: Sequence[str] = (
@@ -277,9 +284,15 @@ class TFJobOperator(FailFastTemplates, TFJobLineage, BaseOperator):
         dashboard_url_template: str | None = None,
         output_asset_keys: Sequence[str] = (),
         input_asset_keys: Sequence[str] = (),
+        backend: str = "tfjob",
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        try:
+            self._kind: JobKind = kind_for(backend)
+        except ValueError as error:
+            raise ValueError(f"{self.task_id}: {error}") from None
+        self.backend = backend
         self.output_asset_keys = check_asset_keys(
             output_asset_keys, field="output_asset_keys", task_id=self.task_id
         )
@@ -361,8 +374,9 @@ class TFJobOperator(FailFastTemplates, TFJobLineage, BaseOperator):
         except (TypeError, ValueError) as error:
             raise AirflowFailException(f"{self.task_id}: rules are invalid: {error}") from None
 
-    def _manifest(self, identity: TaskIdentity) -> dict[str, Any]:
-        """The validated, identity-stamped manifest to submit; AirflowFailException listing problems."""
+    def _manifest(self, identity: TaskIdentity, rules: Rules) -> dict[str, Any]:
+        """The validated, identity-stamped manifest to submit (a JobSet's with ``backend="jobset"``);
+        AirflowFailException listing problems."""
         name = self.job_name or job_name_for(
             dag_id=identity.dag_id,
             task_id=identity.task_id,
@@ -400,7 +414,11 @@ class TFJobOperator(FailFastTemplates, TFJobLineage, BaseOperator):
                 map_index=identity.map_index,
                 try_number=identity.try_number,
             )
-            return validate_tfjob(manifest)
+            manifest = validate_tfjob(manifest)
+            if self._kind.backend == "jobset":
+                self._lineage_manifest = manifest  # the job facet describes the TFJob it runs
+                return tfjob_to_jobset(manifest, rules=rules)
+            return manifest
         except ManifestError as error:
             raise AirflowFailException(f"{self.task_id}: {error}") from None
         except (TypeError, ValueError) as error:
@@ -433,25 +451,33 @@ class TFJobOperator(FailFastTemplates, TFJobLineage, BaseOperator):
             try_number=ti.try_number,
         )
         rules = self._rules()
-        manifest = self._manifest(identity)
-        self._lineage_manifest = manifest
+        kind = self._kind
+        manifest = self._manifest(identity, rules)
+        if kind.backend == "tfjob":
+            self._lineage_manifest = manifest
         client = self.hook.client
         with translated_api_errors(self.task_id):
-            client.check_tfjob_served()
+            client.run(kind.check_served(client.session))
             submission = submit_or_adopt(
-                client, manifest, identity=identity, rules=rules, reattach=self.reattach, log=self.log
+                client,
+                manifest,
+                identity=identity,
+                rules=rules,
+                reattach=self.reattach,
+                log=self.log,
+                kind=kind,
             )
         name, namespace = manifest["metadata"]["name"], manifest["metadata"]["namespace"]
         self._job = (name, namespace, submission.uid)
         self._publish(context, name=name, namespace=namespace, uid=submission.uid)
         if not self.wait_for_completion:
-            verdict = decide(submission.tfjob, [], rules=rules)
+            verdict = kind.engine.decide(submission.tfjob, [], now=utc_now(), rules=rules)[0]
             result = result_dict(name=name, namespace=namespace, uid=submission.uid, verdict=verdict)
             return self._with_outlet_events(context, result, submitted=True)
         target = self._target(submission, rules, context)
         if submission.action != "created":
             with translated_api_errors(self.task_id):
-                tfjob, pods = read_job(client, name=name, namespace=namespace)
+                tfjob, pods = read_job(client, name=name, namespace=namespace, kind=kind)
                 outcome = judge_confirmed(client, target, tfjob, pods)
             if outcome is not None:
                 return self._conclude(context, target, outcome, observe(tfjob, pods, decided_at=now_iso()))
@@ -478,6 +504,8 @@ class TFJobOperator(FailFastTemplates, TFJobLineage, BaseOperator):
         ti.xcom_push(key=XCOM_NAMESPACE, value=namespace)
         ti.xcom_push(key=XCOM_UID, value=uid)
         ti.xcom_push(key=XCOM_CONN_ID, value=self.kubernetes_conn_id)
+        if self._kind.backend != "tfjob":
+            ti.xcom_push(key=XCOM_BACKEND, value=self._kind.backend)
         url = render_dashboard_url(dashboard_url_template(self), name=name, namespace=namespace, uid=uid)
         if url:
             ti.xcom_push(key=TFJobLink().xcom_key, value=url)
@@ -502,6 +530,7 @@ class TFJobOperator(FailFastTemplates, TFJobLineage, BaseOperator):
             startup_timeout=self.startup_timeout,
             deadline=deadline,
             deadline_name=deadline_name or "timeout",
+            engine=self._kind.engine,
         )
 
     def _defer(self, target: WaitTarget) -> None:
@@ -516,18 +545,23 @@ class TFJobOperator(FailFastTemplates, TFJobLineage, BaseOperator):
             rules=(target.rules or Rules()).to_dict(),
             poll_interval=self.poll_interval,
             cancel_on_kill=self.cancel_on_kill,
+            backend=self._kind.backend,
         )
         safety_net = None
         if target.deadline is not None:
             safety_net = max(target.deadline - utc_now(), timedelta(0)) + DEFERRAL_TIMEOUT_MARGIN
-        self.log.info("Deferring: waiting for TFJob %s/%s in the triggerer", target.namespace, target.name)
+        self.log.info(
+            "Deferring: waiting for %s %s/%s in the triggerer", self._kind.noun, target.namespace, target.name
+        )
         self.defer(trigger=trigger, method_name="execute_complete", timeout=safety_net)
 
     def _wait_in_worker(self, client: SyncTFJobClient, target: WaitTarget) -> WaitOutcome:
         streamer = (
             LogStreamer(client, namespace=target.namespace, emit=self.log.info) if self.get_logs else None
         )
-        self.log.info("Waiting for TFJob %s/%s (uid %s)", target.namespace, target.name, target.uid)
+        self.log.info(
+            "Waiting for %s %s/%s (uid %s)", self._kind.noun, target.namespace, target.name, target.uid
+        )
 
         def on_snapshot(snapshot: JobSnapshot) -> None:
             self._last_seen = snapshot
@@ -551,6 +585,7 @@ class TFJobOperator(FailFastTemplates, TFJobLineage, BaseOperator):
                 uid=target.uid,
                 log=self.log,
                 why="execution_timeout reached",
+                kind=self._kind,
             )
             raise
         finally:
@@ -572,6 +607,7 @@ class TFJobOperator(FailFastTemplates, TFJobLineage, BaseOperator):
                 # On failure the report shows every culprit's log tail: print the chief's only if
                 # it is not one of them.
                 reported=outcome.verdict.culprits if outcome.status == "failed" and outcome.verdict else (),
+                kind=self._kind,
             )
         target = WaitTarget(
             name=outcome.name,
@@ -579,6 +615,7 @@ class TFJobOperator(FailFastTemplates, TFJobLineage, BaseOperator):
             uid=outcome.uid,
             rules=self._rules(),
             startup_timeout=self.startup_timeout,
+            engine=self._kind.engine,
         )
         observed = event.get("observed") if isinstance(event, Mapping) else None
         return self._conclude(context, target, outcome, observed if isinstance(observed, Mapping) else None)
@@ -600,6 +637,7 @@ class TFJobOperator(FailFastTemplates, TFJobLineage, BaseOperator):
                     uid=uid,
                     log=self.log,
                     why="the deferral timed out",
+                    kind=self._kind,
                 )
             raise AirflowTaskTimeout(f"{self.task_id}: the deferral timed out: {error}") from error
 
@@ -627,7 +665,9 @@ class TFJobOperator(FailFastTemplates, TFJobLineage, BaseOperator):
                 try_number=getattr(context["ti"], "try_number", None),
             )
         self._record_ending(outcome, ending)
-        result = carry_out(client, outcome, ending, role="operator", ti=context["ti"], log=self.log)
+        result = carry_out(
+            client, outcome, ending, role="operator", ti=context["ti"], log=self.log, kind=self._kind
+        )
         return self._with_outlet_events(context, result) if result is not None else None
 
     # --- killing -------------------------------------------------------------------------------------
@@ -640,7 +680,13 @@ class TFJobOperator(FailFastTemplates, TFJobLineage, BaseOperator):
             return
         name, namespace, uid = self._job
         delete_if_ours(
-            self.hook.client, name=name, namespace=namespace, uid=uid, log=self.log, why="task killed"
+            self.hook.client,
+            name=name,
+            namespace=namespace,
+            uid=uid,
+            log=self.log,
+            why="task killed",
+            kind=self._kind,
         )
 
 

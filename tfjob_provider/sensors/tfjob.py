@@ -30,6 +30,7 @@ from tfjob_provider._airflow.task_params import DEFERRAL_TIMEOUT_MARGIN, coerce_
 from tfjob_provider._outcome.wait import WaitOutcome, WaitTarget, format_utc, utc_now
 from tfjob_provider.hooks.tfjob import TFJobHook
 from tfjob_provider.kube.errors import KubeApiError
+from tfjob_provider.kube.kinds import JobKind, kind_for
 from tfjob_provider.lineage.extra import check_asset_keys
 from tfjob_provider.lineage.task_lineage import TFJobLineage, openlineage_active
 from tfjob_provider.links import XCOM_NAME, XCOM_NAMESPACE, XCOM_UID, TFJobLink
@@ -59,6 +60,8 @@ class TFJobSensor(FailFastTemplates, TFJobLineage, BaseSensorOperator):
     :param dashboard_url_template: URL template of the "TFJob" extra link (see the operator).
     :param output_asset_keys: output keys holding URIs of what the training wrote (see the operator).
     :param input_asset_keys: output keys holding URIs of what the training read (see the operator).
+    :param backend: ``"tfjob"`` (default) or ``"jobset"``: ``job_name`` names a JobSet, judged with
+        its Jobs and pods as the operator's ``backend="jobset"`` judges it.
 
     The usual sensor parameters apply: ``poke_interval`` (default 30 s; poke and reschedule
     modes only: deferred, the trigger judges on every change and when a time-based rule comes
@@ -83,9 +86,15 @@ class TFJobSensor(FailFastTemplates, TFJobLineage, BaseSensorOperator):
         poke_interval: float | timedelta = 30.0,
         output_asset_keys: Sequence[str] = (),
         input_asset_keys: Sequence[str] = (),
+        backend: str = "tfjob",
         **kwargs: Any,
     ) -> None:
         super().__init__(poke_interval=poke_interval, **kwargs)
+        try:
+            self._kind: JobKind = kind_for(backend)
+        except ValueError as error:
+            raise ValueError(f"{self.task_id}: {error}") from None
+        self.backend = backend
         self.output_asset_keys = check_asset_keys(
             output_asset_keys, field="output_asset_keys", task_id=self.task_id
         )
@@ -122,6 +131,7 @@ class TFJobSensor(FailFastTemplates, TFJobLineage, BaseSensorOperator):
             rules=rules,
             startup_timeout=self.startup_timeout,
             wait_for_existence=True,
+            engine=self._kind.engine,
         )
 
     def _publish(self, context: Context, outcome_uid: str | None, namespace: str) -> None:
@@ -139,9 +149,11 @@ class TFJobSensor(FailFastTemplates, TFJobLineage, BaseSensorOperator):
     def poke(self, context: Context) -> bool | PokeReturnValue:
         target = self._target()
         with translated_api_errors(self.task_id):
-            tfjob, pods = read_job(self.hook.client, name=target.name, namespace=target.namespace)
+            tfjob, pods = read_job(
+                self.hook.client, name=target.name, namespace=target.namespace, kind=self._kind
+            )
         if tfjob is None:
-            self.log.info("TFJob %s/%s does not exist (yet)", target.namespace, target.name)
+            self.log.info("%s %s/%s does not exist (yet)", self._kind.noun, target.namespace, target.name)
             return False
         self._lineage_manifest = tfjob
         metadata = tfjob.get("metadata")
@@ -177,6 +189,7 @@ class TFJobSensor(FailFastTemplates, TFJobLineage, BaseSensorOperator):
             rules=(target.rules or Rules()).to_dict(),
             cancel_on_kill=False,
             wait_for_existence=True,
+            backend=self._kind.backend,
         )
         safety_net = max(deadline - utc_now(), timedelta(0)) + DEFERRAL_TIMEOUT_MARGIN
         self.defer(trigger=trigger, method_name="execute_complete", timeout=safety_net)
@@ -187,7 +200,10 @@ class TFJobSensor(FailFastTemplates, TFJobLineage, BaseSensorOperator):
         observed = event.get("observed") if isinstance(event, Mapping) else None
         if openlineage_active():  # the job facet shows the TFJob's shape: read it once, best effort
             with contextlib.suppress(KubeApiError):
-                self._lineage_manifest = self.hook.client.get_tfjob(outcome.name, namespace=outcome.namespace)
+                client = self.hook.client
+                self._lineage_manifest = client.run(
+                    self._kind.get(client.session, outcome.name, namespace=outcome.namespace)
+                )
         return self._conclude(
             context, self._target(), outcome, observed if isinstance(observed, Mapping) else None
         )
@@ -215,7 +231,9 @@ class TFJobSensor(FailFastTemplates, TFJobLineage, BaseSensorOperator):
                 try_number=getattr(context["ti"], "try_number", None),
             )
         self._record_ending(outcome, ending)
-        result = carry_out(client, outcome, ending, role="sensor", ti=context["ti"], log=self.log)
+        result = carry_out(
+            client, outcome, ending, role="sensor", ti=context["ti"], log=self.log, kind=self._kind
+        )
         return self._with_outlet_events(context, result) if result is not None else None
 
 

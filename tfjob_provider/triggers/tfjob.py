@@ -24,8 +24,8 @@ from tfjob_provider._outcome.wait import (
 )
 from tfjob_provider._outcome.wait_clock import WallClockAlarms
 from tfjob_provider.hooks.tfjob import TFJobHook
-from tfjob_provider.kube import operations as ops
 from tfjob_provider.kube.errors import KubeApiError, NotFoundError
+from tfjob_provider.kube.kinds import TFJOB, JobKind, kind_for
 from tfjob_provider.kube.shared_watch import SharedJobWatch, Subscription
 from tfjob_provider.policy import Rules
 from tfjob_provider.ui.record import now_iso, observe
@@ -73,6 +73,9 @@ class TFJobTrigger(BaseTrigger):
         state at least this often, as a safety net (no API request is made for it).
     :param cancel_on_kill: delete the TFJob in :meth:`on_kill` (a user killed the task).
     :param wait_for_existence: a TFJob that does not exist yet is waited for (the sensor).
+    :param backend: ``"tfjob"`` (default; what triggers serialized before JobSets existed meant) or
+        ``"jobset"``: the name is a JobSet's, watched with its Jobs and pods and judged by the
+        JobSet's rules (docs/guides/jobset.md).  Serialized only when not ``"tfjob"``.
     """
 
     def __init__(
@@ -89,6 +92,7 @@ class TFJobTrigger(BaseTrigger):
         poll_interval: float | None = None,
         cancel_on_kill: bool = True,
         wait_for_existence: bool = False,
+        backend: str = "tfjob",
     ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
         self.name = name
@@ -102,9 +106,11 @@ class TFJobTrigger(BaseTrigger):
         self.poll_interval = None if poll_interval is None else float(poll_interval)
         self.cancel_on_kill = cancel_on_kill
         self.wait_for_existence = wait_for_existence
+        self.backend = backend
         self._last_seen: JobSnapshot | None = None
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
+        kwargs: dict[str, Any] = {} if self.backend == "tfjob" else {"backend": self.backend}
         return (
             CLASSPATH,
             {
@@ -119,12 +125,18 @@ class TFJobTrigger(BaseTrigger):
                 "poll_interval": self.poll_interval,
                 "cancel_on_kill": self.cancel_on_kill,
                 "wait_for_existence": self.wait_for_existence,
+                **kwargs,
             },
         )
 
     @cached_property
     def hook(self) -> TFJobHook:
         return TFJobHook(kubernetes_conn_id=self.kubernetes_conn_id, namespace=self.namespace)
+
+    @property
+    def kind(self) -> JobKind:
+        """What is waited on; ValueError for an unknown ``backend``."""
+        return TFJOB if self.backend == "tfjob" else kind_for(self.backend)
 
     def target(self) -> WaitTarget:
         """The wait this trigger performs; ValueError if its kwargs are malformed."""
@@ -137,6 +149,7 @@ class TFJobTrigger(BaseTrigger):
             deadline=parse_utc(self.deadline),
             deadline_name=self.deadline_name,
             wait_for_existence=self.wait_for_existence,
+            engine=self.kind.engine,
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
@@ -154,10 +167,9 @@ class TFJobTrigger(BaseTrigger):
             try:
                 outcome = await self._wait(target)
             except Exception as error:  # the contract: every path ends in exactly one event
-                self.log.exception("Waiting for TFJob %s/%s failed", self.namespace, self.name)
-                outcome = target.error(
-                    f"waiting for TFJob {self.namespace}/{self.name} failed: {describe_error(error)}"
-                )
+                self.log.exception("Waiting for %s %s/%s failed", self.kind.noun, self.namespace, self.name)
+                where = f"{self.kind.noun} {self.namespace}/{self.name}"
+                outcome = target.error(f"waiting for {where} failed: {describe_error(error)}")
         self.log.info("TFJob %s/%s: %s — %s", self.namespace, self.name, outcome.status, outcome.message)
         yield TriggerEvent({**outcome.to_event(), "observed": self._observed()})  # type: ignore[no-untyped-call]
 
@@ -178,7 +190,9 @@ class TFJobTrigger(BaseTrigger):
         alarms = WallClockAlarms.of(asyncio.get_running_loop())
         async with (
             self.hook.async_client_lease() as client,
-            SharedJobWatch.subscribe(client, name=self.name, namespace=self.namespace) as subscription,
+            SharedJobWatch.subscribe(
+                client, name=self.name, namespace=self.namespace, kind=self.kind
+            ) as subscription,
         ):
             snapshot: JobSnapshot | None = None
             arrived = False  # whether ``snapshot`` just came from the watch (else: a timer is due)
@@ -249,7 +263,7 @@ class TFJobTrigger(BaseTrigger):
         self, client: AsyncTFJobClient
     ) -> tuple[Mapping[str, Any] | None, Sequence[Mapping[str, Any]]]:
         """The TFJob and its pods straight from the API server (:func:`.operations.read_job`)."""
-        return await client.run(ops.read_job(client.session, self.name, namespace=self.namespace))
+        return await client.run(self.kind.read(client.session, self.name, namespace=self.namespace))
 
     async def _at_deadline(
         self, client: AsyncTFJobClient, target: WaitTarget, snapshot: JobSnapshot | None
@@ -274,28 +288,30 @@ class TFJobTrigger(BaseTrigger):
         """
         if not self.cancel_on_kill:
             return
+        kind = self.kind
         where = f"{self.namespace}/{self.name}"
         async with self.hook.async_client_lease() as client:
             try:
-                current = await client.get_tfjob(self.name, namespace=self.namespace)
+                current = await client.run(kind.get(client.session, self.name, namespace=self.namespace))
                 if self.uid is not None and uid_of(current) != self.uid:
-                    self.log.info("TFJob %s is another object now; not deleting it", where)
+                    self.log.info("%s %s is another object now; not deleting it", kind.noun, where)
                     return
                 if has_succeeded(current):
-                    self.log.info("Task killed: TFJob %s has Succeeded; not deleting it", where)
+                    self.log.info("Task killed: %s %s has Succeeded; not deleting it", kind.noun, where)
                     return
-                await client.delete_tfjob(self.name, namespace=self.namespace)
+                await client.run(kind.delete(client.session, self.name, namespace=self.namespace))
             except NotFoundError:
                 return
             except KubeApiError as error:
                 self.log.warning(
-                    "Task killed: TFJob %s was left in place because its state could not be read "
+                    "Task killed: %s %s was left in place because its state could not be read "
                     "or it could not be deleted: %s",
+                    kind.noun,
                     where,
                     error.message,
                 )
                 return
-        self.log.info("Task killed: deleted TFJob %s (uid %s)", where, self.uid)
+        self.log.info("Task killed: deleted %s %s (uid %s)", kind.noun, where, self.uid)
 
 
 __all__ = ["CLASSPATH", "TFJobTrigger", "describe_error"]

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from tfjob_provider._outcome.wait import WaitOutcome, WaitTarget, uid_of
-from tfjob_provider.kube import operations as ops
 from tfjob_provider.kube.errors import KubeApiError
+from tfjob_provider.kube.kinds import kind_of_engine
 from tfjob_provider.ui.reads import list_namespace_events
 from tfjob_provider.ui.record import build_record, now_iso, owned_by, refreshed
 
@@ -35,7 +35,8 @@ def gather_record(
     events: list[dict[str, Any]] = []
     if cluster_readable:
         try:
-            tfjob, pods = client.run(ops.read_job(client.session, outcome.name, namespace=outcome.namespace))
+            read = kind_of_engine(target.engine).read
+            tfjob, pods = client.run(read(client.session, outcome.name, namespace=outcome.namespace))
             if outcome.uid is not None and uid_of(tfjob) not in (None, outcome.uid):
                 tfjob, pods = None, []  # another TFJob under the name: nothing of it is ours
             observed = refreshed(observed, tfjob, owned_by(pods, outcome.uid), now=int(time.time()))

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from tfjob_sandbox.api import wire
+from tfjob_sandbox.api import job_wire, jobset_wire, wire
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,18 @@ SERVICES = ResourceType("", "v1", "services", "Service", subresources=frozenset(
 EVENTS = ResourceType("", "v1", "events", "Event")
 #: events.k8s.io/v1 view of the same storage as :data:`EVENTS` (kube-apiserver serves both).
 EVENTS_V1 = ResourceType("events.k8s.io", "v1", "events", "Event")
+JOBS = ResourceType(
+    job_wire.GROUP, job_wire.VERSION, "jobs", job_wire.KIND, subresources=frozenset({"status"})
+)
 TFJOBS = ResourceType(wire.GROUP, wire.VERSION, wire.PLURAL, wire.KIND, subresources=frozenset({"status"}))
+#: Served once the JobSet CRD is stored (the sandbox installs its own at start).
+JOBSETS = ResourceType(
+    jobset_wire.GROUP,
+    jobset_wire.VERSION,
+    jobset_wire.PLURAL,
+    jobset_wire.KIND,
+    subresources=frozenset({"status"}),
+)
 CRDS = ResourceType(
     "apiextensions.k8s.io",
     "v1",
@@ -83,7 +94,7 @@ CRDS = ResourceType(
     subresources=frozenset({"status"}),
 )
 
-BUILTIN_TYPES: tuple[ResourceType, ...] = (NAMESPACES, PODS, SERVICES, EVENTS, EVENTS_V1, CRDS)
+BUILTIN_TYPES: tuple[ResourceType, ...] = (NAMESPACES, PODS, SERVICES, EVENTS, EVENTS_V1, CRDS, JOBS)
 
 _BUILTIN_DISCOVERY: dict[ResourceType, DiscoveryInfo] = {
     NAMESPACES: DiscoveryInfo(
@@ -99,6 +110,7 @@ _BUILTIN_DISCOVERY: dict[ResourceType, DiscoveryInfo] = {
     EVENTS: DiscoveryInfo("event", ("ev",)),
     EVENTS_V1: DiscoveryInfo("event", ("ev",)),
     CRDS: DiscoveryInfo("customresourcedefinition", ("crd", "crds"), ("api-extensions",)),
+    JOBS: DiscoveryInfo("job", categories=("all",)),
     TFJOBS: DiscoveryInfo(wire.SINGULAR, ("tfjob",), ("all", "kubeflow")),
 }
 

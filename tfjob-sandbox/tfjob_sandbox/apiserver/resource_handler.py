@@ -7,7 +7,7 @@ from typing import Any
 from aiohttp import web
 
 from tfjob_sandbox.api.errors import ApiError, status_success
-from tfjob_sandbox.api.resource_types import ResourceType
+from tfjob_sandbox.api.resource_types import JOBS, ResourceType
 from tfjob_sandbox.apiserver import http_common as http
 from tfjob_sandbox.apiserver import tables
 from tfjob_sandbox.apiserver.routing import RequestInfo
@@ -200,13 +200,25 @@ async def _decode_delete_body(request: web.Request, raw: bytes) -> dict[str, Any
     return body
 
 
-def _propagation(options: dict[str, Any]) -> str:
+#: kube-apiserver's warning when a batch/v1 Job is deleted without a propagation policy.
+JOB_ORPHAN_WARNING = (
+    "child pods are preserved by default when jobs are deleted; set propagationPolicy=Background "
+    "to remove them or set propagationPolicy=Orphan to suppress this warning"
+)
+
+
+def _propagation(options: dict[str, Any], rt: ResourceType | None = None) -> str:
     policy = options.get("propagationPolicy")
     if policy:
         return str(policy)
     if options.get("orphanDependents"):
         return "Orphan"
-    return "Background"
+    return "Orphan" if rt == JOBS else "Background"  # batch/v1 Jobs orphan their pods by default
+
+
+def _delete_warnings(options: dict[str, Any], rt: ResourceType) -> list[str]:
+    unset = not options.get("propagationPolicy") and "orphanDependents" not in options
+    return [JOB_ORPHAN_WARNING] if rt == JOBS and unset else []
 
 
 async def _delete(
@@ -219,13 +231,13 @@ async def _delete(
         rt,
         info.name,
         namespace=_namespace(info),
-        propagation=_propagation(options),
+        propagation=_propagation(options, rt),
         grace_period_seconds=int(grace) if grace is not None else None,
         preconditions=options.get("preconditions"),
         dry_run=dry_run,
     )
     code, body = delete_response(rt, outcome)
-    return http.json_response(body, status=code)
+    return http.json_response(body, status=code, warnings=_delete_warnings(options, rt))
 
 
 async def _delete_collection(
@@ -243,7 +255,7 @@ async def _delete_collection(
                 rt,
                 meta["name"],
                 namespace=meta.get("namespace") or None,
-                propagation=_propagation(options),
+                propagation=_propagation(options, rt),
                 grace_period_seconds=int(grace) if grace is not None else None,
                 dry_run=dry_run,
             )
@@ -263,7 +275,7 @@ def delete_response(rt: ResourceType, outcome: DeleteOutcome) -> tuple[int, dict
     """
     if not outcome.removed:
         return 202, outcome.obj
-    if rt.group and rt.group not in ("apiextensions.k8s.io", "events.k8s.io"):
+    if rt.group and rt.group not in ("apiextensions.k8s.io", "events.k8s.io", "batch"):
         meta = meta_of(outcome.obj)
         return 200, status_success(
             details={

@@ -6,7 +6,16 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
-from tfjob_sandbox.api.resource_types import EVENTS, NAMESPACES, PODS, SERVICES, TFJOBS, ResourceType
+from tfjob_sandbox.api.resource_types import (
+    EVENTS,
+    JOBS,
+    JOBSETS,
+    NAMESPACES,
+    PODS,
+    SERVICES,
+    TFJOBS,
+    ResourceType,
+)
 
 Column = dict[str, Any]
 CellsFn = Callable[[dict[str, Any], datetime], list[Any]]
@@ -133,6 +142,52 @@ def _tfjob_cells(job: dict[str, Any], now: datetime) -> list[Any]:
     return [meta["name"], _tfjob_state(job), _age(meta.get("creationTimestamp"), now)]
 
 
+def _job_state(job: dict[str, Any]) -> str:
+    """kubectl's STATUS of a Job: the terminal or interim condition that is True, else Running."""
+    conditions = {c.get("type"): c.get("status") for c in (job.get("status") or {}).get("conditions") or []}
+    for state in ("Complete", "Failed", "FailureTarget", "SuccessCriteriaMet", "Suspended"):
+        if conditions.get(state) == "True":
+            return state
+    return "Running"
+
+
+def _job_cells(job: dict[str, Any], now: datetime) -> list[Any]:
+    meta, spec, status = job["metadata"], job.get("spec") or {}, job.get("status") or {}
+    completions = spec.get("completions")
+    succeeded = status.get("succeeded", 0)
+    shown = (
+        f"{succeeded}/{completions}"
+        if completions is not None
+        else f"{succeeded}/1 of {spec.get('parallelism', 1)}"
+    )
+    start, end = status.get("startTime"), status.get("completionTime")
+    duration = ""
+    if start:
+        finish = datetime.fromisoformat(end.replace("Z", "+00:00")) if end else now
+        duration = human_duration(
+            (finish - datetime.fromisoformat(start.replace("Z", "+00:00"))).total_seconds()
+        )
+    return [meta["name"], _job_state(job), shown, duration, _age(meta.get("creationTimestamp"), now)]
+
+
+def _jobset_cells(jobset: dict[str, Any], now: datetime) -> list[Any]:
+    """JobSet's printer columns (its CRD's): TerminalState, Restarts, Completed, Suspended, Age."""
+    meta, spec, status = jobset["metadata"], jobset.get("spec") or {}, jobset.get("status") or {}
+    completed = next(
+        (c.get("status") for c in status.get("conditions") or [] if c.get("type") == "Completed"), None
+    )
+    restarts = status.get("restarts")
+    suspend = spec.get("suspend")
+    return [
+        meta["name"],
+        status.get("terminalState"),
+        None if restarts is None else str(restarts),
+        completed,
+        None if suspend is None else str(suspend).lower(),
+        _age(meta.get("creationTimestamp"), now),
+    ]
+
+
 def _default_cells(obj: dict[str, Any], now: datetime) -> list[Any]:
     meta = obj["metadata"]
     return [meta["name"], _age(meta.get("creationTimestamp"), now)]
@@ -163,6 +218,11 @@ _LAYOUTS: dict[ResourceType, tuple[list[Column], CellsFn]] = {
         _event_cells,
     ),
     TFJOBS: ([_NAME, _column("State"), _AGE], _tfjob_cells),
+    JOBS: ([_NAME, _column("Status"), _column("Completions"), _column("Duration"), _AGE], _job_cells),
+    JOBSETS: (
+        [_NAME, *(_column(n) for n in ("TerminalState", "Restarts", "Completed", "Suspended")), _AGE],
+        _jobset_cells,
+    ),
 }
 
 

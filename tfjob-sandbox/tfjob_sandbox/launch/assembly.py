@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from tfjob_sandbox.admission.crds import install_crd_support
+from tfjob_sandbox.admission.jobset_crd import install_jobset_crd
+from tfjob_sandbox.admission.jobset_webhook import register_jobset_admission
 from tfjob_sandbox.admission.tfjob_crd import install_tfjob_crd
 from tfjob_sandbox.admission.tfjob_webhook import register_tfjob_admission
 from tfjob_sandbox.api.resource_types import Registry
@@ -21,6 +23,9 @@ from tfjob_sandbox.apiserver.rbac import RbacPolicy
 from tfjob_sandbox.apiserver.server import ApiServer
 from tfjob_sandbox.apiserver.tls import generate_credentials
 from tfjob_sandbox.host.loopback_ports import PortReservations
+from tfjob_sandbox.job_controller.controller import JobController
+from tfjob_sandbox.job_controller.sync import Settings as JobSettings
+from tfjob_sandbox.jobset_controller.controller import JobSetController
 from tfjob_sandbox.kubelet.kubelet import Kubelet
 from tfjob_sandbox.launch.admin_api import AdminApi
 from tfjob_sandbox.launch.kubeconfig import write_kubeconfig
@@ -55,6 +60,8 @@ class SandboxOptions:
         operator has it, so TFJobs are pruned, defaulted and validated; ``False`` serves them
         schemaless until a CRD is applied (ignored with ``serve_tfjobs=False``).
     :param fault_seed: seed for rate-based API faults.
+    :param jobsets: install the JobSet CRD and run the JobSet controller, as a cluster with
+        JobSet has them; ``False``: no JobSets until a JobSet CRD is applied (and no controller).
     """
 
     host: str = "127.0.0.1"
@@ -75,6 +82,7 @@ class SandboxOptions:
     serve_tfjobs: bool = True
     tfjob_crd: bool = True
     fault_seed: int | None = None
+    jobsets: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
 
     def check(self) -> None:
@@ -116,6 +124,9 @@ class SandboxRuntime:
         register_tfjob_admission(self.store)
         if options.serve_tfjobs and options.tfjob_crd:
             install_tfjob_crd(self.store)
+        register_jobset_admission(self.store)
+        if options.jobsets:
+            install_jobset_crd(self.store)
         #: Loopback ports the operator reserves and the kubelet releases to the pods' processes.
         self.ports = PortReservations() if options.loopback_tf_config else None
         self.kubelet = Kubelet(
@@ -129,6 +140,12 @@ class SandboxRuntime:
         self.operator = TrainingOperator(
             self.store, loopback_tf_config=options.loopback_tf_config, ports=self.ports
         )
+        #: batch/v1 Jobs; pod-failure back-off shortened like the kubelet's (upstream: 10 s to 10 min).
+        self.job_controller = JobController(
+            self.store,
+            settings=JobSettings(backoff_initial=options.backoff_initial, backoff_cap=options.backoff_cap),
+        )
+        self.jobset_controller = JobSetController(self.store) if options.jobsets else None
         self.faults = ApiFaults(seed=options.fault_seed)
         policy = RbacPolicy.from_file(options.rbac_file) if options.rbac_file else None
         self.authenticator = Authenticator(admin_token=self.token, policy=policy)
@@ -155,6 +172,9 @@ class SandboxRuntime:
             ssl_context = credentials.ssl_context()
         self.kubelet.start()
         self.operator.start()
+        self.job_controller.start()
+        if self.jobset_controller is not None:
+            self.jobset_controller.start()
         if self.persister is not None:
             self.persister.start()
         port = await self.server.start(host=options.host, port=options.port, ssl_context=ssl_context)
@@ -169,6 +189,9 @@ class SandboxRuntime:
         try:
             await self.server.stop()
             await self.operator.stop()
+            await self.job_controller.stop()
+            if self.jobset_controller is not None:
+                await self.jobset_controller.stop()
             await self.kubelet.stop()
             if self.persister is not None:
                 await self.persister.stop()

@@ -75,7 +75,13 @@ def apply_create_defaults(rt: ResourceType, obj: dict[str, Any], *, allocate_ip:
 
 
 def _default_pod(pod: dict[str, Any]) -> None:
-    spec = pod.setdefault("spec", {})
+    default_pod_spec(pod.setdefault("spec", {}))
+    # Status is owned by the kubelet: whatever the client sent is replaced, as upstream does.
+    pod["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
+
+
+def default_pod_spec(spec: dict[str, Any]) -> None:
+    """Fill a pod spec's defaults in place (pods and the pod templates of Jobs)."""
     spec.setdefault("restartPolicy", "Always")
     spec.setdefault("terminationGracePeriodSeconds", 30)
     spec.setdefault("dnsPolicy", "ClusterFirst")
@@ -94,8 +100,6 @@ def _default_pod(pod: dict[str, Any]) -> None:
         for port in container.get("ports") or []:
             if isinstance(port, dict):
                 port.setdefault("protocol", "TCP")
-    # Status is owned by the kubelet: whatever the client sent is replaced, as upstream does.
-    pod["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
 
 
 def _default_service(service: dict[str, Any], allocate_ip: Any) -> None:
@@ -128,6 +132,15 @@ def validate_builtin(rt: ResourceType, obj: dict[str, Any]) -> list[Cause]:
     if rt is CRDS:
         return []
     return []
+
+
+def validate_pod_spec(spec: Any, path: str = "spec") -> list[Cause]:
+    """The container checks of a pod spec, fields under ``path`` (``spec.template.spec`` for Jobs)."""
+    causes = _validate_pod_spec(spec)
+    if path != "spec":
+        for item in causes:
+            item["field"] = path + item["field"][len("spec") :]
+    return causes
 
 
 def _validate_pod_spec(spec: Any) -> list[Cause]:

@@ -9,12 +9,13 @@ from typing import Any
 from tfjob_sandbox.api.errors import ApiError, invalid, not_found
 from tfjob_sandbox.api.resource_types import (
     EVENTS_V1,
+    JOBS,
     NAMESPACES,
     PODS,
     ResourceType,
     storage_type,
 )
-from tfjob_sandbox.store import builtin_admission
+from tfjob_sandbox.store import builtin_admission, job_admission
 from tfjob_sandbox.store.event_shapes import events_v1_to_core
 from tfjob_sandbox.store.json_objects import (
     check_field_validation,
@@ -72,10 +73,17 @@ class ObjectCreation(StoreCore):
             )
         if rt.has_status_subresource and rt not in (NAMESPACES,) and rt != PODS:
             new.pop("status", None)
+        self._run_defaulting(rt, "CREATE", new, None)
         new = self._validate_schema(rt, new, field_validation=field_validation, warnings=warnings)
+        uid = str(uuid.uuid4())
         builtin_admission.apply_create_defaults(rt, new, allocate_ip=self._allocate_cluster_ip)
         causes = name_causes + builtin_admission.validate_builtin(rt, new)
+        if rt == JOBS:  # the Job strategy generates its selector from the uid, filled before validation
+            new["metadata"]["uid"] = uid
+            job_admission.default_job(new)
+            causes += job_admission.validate_job(new)
         if not causes:  # admission webhooks only see objects that passed the API server's own validation
+            new["metadata"]["name"] = name  # and with generateName resolved, as kube-apiserver's do
             causes = self._run_admission(rt, "CREATE", new, None)
         if causes:
             raise invalid(kind=rt.kind, group=rt.group, name=name, causes=causes)
@@ -85,7 +93,7 @@ class ObjectCreation(StoreCore):
             meta["namespace"] = ns
         else:
             meta.pop("namespace", None)
-        meta["uid"] = str(uuid.uuid4())
+        meta["uid"] = uid
         meta["creationTimestamp"] = self._now()
         meta["generation"] = 1
         for server_only in ("deletionTimestamp", "deletionGracePeriodSeconds"):

@@ -29,6 +29,7 @@ from tfjob_sandbox.store.ownership import OwnerIndex
 from tfjob_sandbox.store.selectors import Selection
 from tfjob_sandbox.store.store_core import (
     AdmissionFn,
+    DefaultingFn,
     DeleteOutcome,
     Listener,
     Objects,
@@ -77,6 +78,7 @@ class Store(ObjectUpdates, ObjectCreation):
         self._tables: dict[StorageKey, ObjectTable] = {}
         self._listeners: builtins.list[tuple[Listener, bool]] = []
         self._admission: dict[StorageKey, builtins.list[AdmissionFn]] = {}
+        self._defaulting: dict[StorageKey, builtins.list[DefaultingFn]] = {}
         self._validators: dict[StorageKey, ObjectValidator] = {}
         self._owners = OwnerIndex()
         self._notifications: deque[tuple[str, ResourceType, dict[str, Any], dict[str, Any] | None]] = deque()

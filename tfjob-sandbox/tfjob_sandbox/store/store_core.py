@@ -38,6 +38,9 @@ Listener = Callable[[str, ResourceType, dict[str, Any], "dict[str, Any] | None"]
 
 AdmissionFn = Callable[[str, dict[str, Any], "dict[str, Any] | None"], list[dict[str, Any]]]
 
+#: Mutating admission: ``fn(operation, obj, old)`` fills defaults into ``obj`` in place.
+DefaultingFn = Callable[[str, dict[str, Any], "dict[str, Any] | None"], None]
+
 # Aliases for annotations inside the store's classes, whose ``list`` method shadows the builtin there.
 Warnings = list[str]
 Objects = list[dict[str, Any]]
@@ -111,6 +114,7 @@ class StoreCore:
     _tables: dict[StorageKey, ObjectTable]
     _listeners: builtins.list[tuple[Listener, bool]]
     _admission: dict[StorageKey, builtins.list[AdmissionFn]]
+    _defaulting: dict[StorageKey, builtins.list[DefaultingFn]]
     _validators: dict[StorageKey, ObjectValidator]
     _owners: OwnerIndex
     _notifications: deque[tuple[str, ResourceType, dict[str, Any], dict[str, Any] | None]]
@@ -170,6 +174,16 @@ class StoreCore:
     def add_admission(self, rt: ResourceType, fn: AdmissionFn) -> None:
         """Validating admission for ``rt``: ``fn(operation, obj, old)`` returns Status causes (422 if any)."""
         self._admission.setdefault(storage_key(rt), []).append(fn)
+
+    def add_defaulting(self, rt: ResourceType, fn: DefaultingFn) -> None:
+        """Mutating admission for ``rt`` (a webhook's ``Default``): create and update, before the schema."""
+        self._defaulting.setdefault(storage_key(rt), []).append(fn)
+
+    def _run_defaulting(
+        self, rt: ResourceType, operation: str, obj: dict[str, Any], old: dict[str, Any] | None
+    ) -> None:
+        for fn in self._defaulting.get(storage_key(rt), []):
+            fn(operation, obj, clone(old) if old is not None else None)
 
     def set_validator(self, rt: ResourceType, validator: ObjectValidator | None) -> None:
         """Attach (or with ``None`` detach) the schema handling of ``rt`` (done when its CRD changes)."""

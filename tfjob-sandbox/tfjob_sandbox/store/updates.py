@@ -8,11 +8,12 @@ from typing import Any
 from tfjob_sandbox.api.errors import ApiError, invalid
 from tfjob_sandbox.api.resource_types import (
     EVENTS_V1,
+    JOBS,
     PODS,
     ResourceType,
     storage_type,
 )
-from tfjob_sandbox.store import builtin_admission
+from tfjob_sandbox.store import builtin_admission, job_admission
 from tfjob_sandbox.store.deletion import ObjectDeletion
 from tfjob_sandbox.store.event_shapes import events_v1_to_core
 from tfjob_sandbox.store.json_objects import (
@@ -181,6 +182,8 @@ class ObjectUpdates(ObjectDeletion):
         old_meta = meta_of(old)
         name = old_meta["name"]
         body["apiVersion"], body["kind"] = rt.api_version, rt.kind
+        if admission and subresource is None:
+            self._run_defaulting(rt, "UPDATE", body, old)
         new = self._incoming(
             rt,
             old,
@@ -198,6 +201,8 @@ class ObjectUpdates(ObjectDeletion):
             meta["generation"] = int(old_meta.get("generation", 1)) + 1
         if admission and subresource is None:
             causes = builtin_admission.validate_builtin(rt, new) + self._run_admission(rt, "UPDATE", new, old)
+            if rt == JOBS:
+                causes = job_admission.validate_job_update(new, old) + causes
             if causes:
                 raise invalid(kind=rt.kind, group=rt.group, name=name, causes=causes)
         if dry_run:

@@ -1,0 +1,288 @@
+"""``JobSetController``: feeds the pure reconcile pass from store events and applies what it returns."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from tfjob_sandbox.api import jobset_wire as wire
+from tfjob_sandbox.api.errors import ApiError
+from tfjob_sandbox.api.resource_types import JOBS, JOBSETS, SERVICES, ResourceType
+from tfjob_sandbox.jobset_controller import actions as act
+from tfjob_sandbox.jobset_controller.children import subdomain
+from tfjob_sandbox.jobset_controller.reconcile import reconcile
+from tfjob_sandbox.store.event_recorder import record_event
+from tfjob_sandbox.store.store import Store, utcnow
+
+log = logging.getLogger(__name__)
+
+#: Delay before retrying a JobSet whose reconcile failed half-way (controller-runtime backs off too).
+RETRY_AFTER_ERROR = 0.5
+
+Key = tuple[str, str]
+
+
+def _key(obj: dict[str, Any]) -> Key:
+    meta = obj["metadata"]
+    return (str(meta.get("namespace", "default")), str(meta["name"]))
+
+
+def _controller_owner(obj: dict[str, Any]) -> Key | None:
+    meta = obj["metadata"]
+    for ref in meta.get("ownerReferences") or []:
+        if (
+            ref.get("controller") is True
+            and ref.get("kind") == wire.KIND
+            and ref.get("apiVersion") == wire.API_VERSION
+        ):
+            return (str(meta.get("namespace", "default")), str(ref.get("name", "")))
+    return None
+
+
+class JobSetController:
+    """The JobSet controller, emulated: JobSet, Job and Service events in, reconcile, actions out.
+
+    :param store: the sandbox's object store.
+    :param clock: the time written into conditions and used for ``ttlSecondsAfterFinished``.
+    """
+
+    def __init__(self, store: Store, *, clock: Callable[[], datetime] = utcnow) -> None:
+        self._store = store
+        self._clock = clock
+        self._jobsets: dict[Key, dict[str, Any]] = {}
+        self._jobs: dict[Key, dict[str, dict[str, Any]]] = {}
+        self._queue: set[Key] = set()
+        self._drain_handle: asyncio.Handle | None = None
+        self._timers: dict[Key, asyncio.TimerHandle] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._listening = False
+        self._running = False
+        self.reconciles = 0
+
+    @property
+    def running(self) -> bool:
+        return self._running
+
+    def start(self) -> None:
+        """Start reconciling (on the loop thread); every existing JobSet is reconciled once."""
+        self._loop = asyncio.get_running_loop()
+        if not self._listening:
+            self._store.add_listener(self._on_change, copies=False)
+            self._listening = True
+            self._load_caches()
+        self._running = True
+        for key in list(self._jobsets):
+            self._enqueue(key)
+
+    async def stop(self) -> None:
+        """Stop reconciling: until :meth:`start`, JobSets get no status changes and no Jobs."""
+        self._running = False
+        if self._drain_handle is not None:
+            self._drain_handle.cancel()
+            self._drain_handle = None
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
+        self._queue.clear()
+
+    # -- informer caches ------------------------------------------------------------------------
+
+    def _load_caches(self) -> None:
+        for jobset in self._store.list_view(JOBSETS)["items"]:
+            self._jobsets[_key(jobset)] = jobset
+        for job in self._store.list_view(JOBS)["items"]:
+            owner = _controller_owner(job)
+            if owner is not None:
+                self._jobs.setdefault(owner, {})[job["metadata"]["name"]] = job
+
+    def _on_change(
+        self, event_type: str, rt: ResourceType, new: dict[str, Any], old: dict[str, Any] | None
+    ) -> None:
+        if rt == JOBSETS:
+            key = _key(new)
+            if event_type == "DELETED":
+                self._jobsets.pop(key, None)
+                timer = self._timers.pop(key, None)
+                if timer is not None:
+                    timer.cancel()
+                return
+            self._jobsets[key] = new
+            self._enqueue(key)
+            return
+        if rt == SERVICES:
+            owner = _controller_owner(new)
+            if owner is not None:
+                self._enqueue(owner)
+            return
+        if rt != JOBS:
+            return
+        name = new["metadata"]["name"]
+        for obj, gone in ((old, True), (new, event_type == "DELETED")):
+            if obj is None:
+                continue
+            owner = _controller_owner(obj)
+            if owner is None:
+                continue
+            bucket = self._jobs.setdefault(owner, {})
+            if gone:
+                bucket.pop(name, None)
+                if not bucket:
+                    self._jobs.pop(owner, None)
+            else:
+                bucket[name] = obj
+            self._enqueue(owner)
+
+    # -- work queue -----------------------------------------------------------------------------
+
+    def _enqueue(self, key: Key) -> None:
+        if not self._running or self._loop is None:
+            return
+        self._queue.add(key)
+        if self._drain_handle is None:
+            self._drain_handle = self._loop.call_soon(self._drain)
+
+    def _drain(self) -> None:
+        self._drain_handle = None
+        while self._queue and self._running:
+            key = self._queue.pop()
+            try:
+                self._reconcile(key)
+            except Exception:
+                log.exception("JobSet %s/%s: reconcile failed", *key)
+                self._requeue(key, RETRY_AFTER_ERROR)
+
+    def _requeue(self, key: Key, delay: float) -> None:
+        if self._loop is None or not self._running:
+            return
+        previous = self._timers.pop(key, None)
+        if previous is not None:
+            previous.cancel()
+        self._timers[key] = self._loop.call_later(delay, self._timer_fired, key)
+
+    def _timer_fired(self, key: Key) -> None:
+        self._timers.pop(key, None)
+        self._enqueue(key)
+
+    # -- one reconcile --------------------------------------------------------------------------
+
+    def _reconcile(self, key: Key) -> None:
+        jobset = self._jobsets.get(key)
+        if jobset is None:
+            return
+        self.reconciles += 1
+        namespace = key[0]
+        service = self._store.peek(SERVICES, subdomain(jobset), namespace=namespace)
+        outcome = reconcile(
+            jobset,
+            list(self._jobs.get(key, {}).values()),
+            service_exists=service is not None,
+            now=self._clock(),
+        )
+        if not self._apply(key, jobset, outcome.actions):
+            self._requeue(key, RETRY_AFTER_ERROR)
+            return
+        timer = self._timers.pop(key, None)
+        if timer is not None:
+            timer.cancel()
+        if outcome.requeue_after is not None:
+            self._requeue(key, outcome.requeue_after)
+
+    def _apply(self, key: Key, jobset: dict[str, Any], actions: tuple[act.Action, ...]) -> bool:
+        """Apply the pass's actions in order; stop at the first failure, as upstream returns early."""
+        namespace, name = key
+        ok = True
+        for action in actions:
+            try:
+                if isinstance(action, act.CreateJob):
+                    ok = self._create_job(jobset, action.manifest, namespace) and ok
+                    continue
+                if not ok:
+                    return False
+                if isinstance(action, act.DeleteJob):
+                    self._store.delete(JOBS, action.name, namespace=namespace, propagation="Foreground")
+                elif isinstance(action, act.SuspendJob):
+                    self._store.mutate(JOBS, action.name, _set_suspend(True), namespace=namespace)
+                elif isinstance(action, act.ResumeJob):
+                    self._resume_job(action, namespace)
+                elif isinstance(action, act.CreateService):
+                    self._create_service(jobset, action.manifest, namespace)
+                elif isinstance(action, act.WriteStatus):
+                    self._write_status(namespace, name, jobset, action.status)
+                    for event_type, reason, message in action.events:
+                        self._event(jobset, event_type, reason, message)
+                elif isinstance(action, act.DeleteJobSet):
+                    self._store.delete(JOBSETS, name, namespace=namespace, propagation="Foreground")
+            except ApiError as error:
+                if error.code == 404:
+                    continue
+                log.info("JobSet %s/%s: %s failed: %s", namespace, name, type(action).__name__, error.message)
+                return False
+        return ok
+
+    def _create_job(self, jobset: dict[str, Any], manifest: dict[str, Any], namespace: str) -> bool:
+        """Create one Job; a failure is reported and fails the pass after the other creations."""
+        try:
+            self._store.create(JOBS, manifest, namespace=namespace)
+        except ApiError as error:
+            if error.code == 409:
+                return True  # created by an earlier pass whose event is still on its way
+            name = manifest["metadata"]["name"]
+            message = f'job "{name}" creation failed with error: {error.message}'
+            self._event(jobset, "Warning", wire.JOB_CREATION_FAILED, message)
+            return False
+        return True
+
+    def _create_service(self, jobset: dict[str, Any], manifest: dict[str, Any], namespace: str) -> None:
+        try:
+            self._store.create(SERVICES, manifest, namespace=namespace)
+        except ApiError as error:
+            if error.code == 409:
+                return
+            self._event(jobset, "Warning", wire.HEADLESS_SERVICE_CREATION_FAILED, error.message)
+            raise
+
+    def _resume_job(self, action: act.ResumeJob, namespace: str) -> None:
+        def clear_start(job: dict[str, Any]) -> None:
+            (job.get("status") or {}).pop("startTime", None)
+
+        job = self._store.peek(JOBS, action.name, namespace=namespace)
+        if job is not None and (job.get("status") or {}).get("startTime"):
+            self._store.mutate(JOBS, action.name, clear_start, namespace=namespace, subresource="status")
+
+        def resume(job: dict[str, Any]) -> None:
+            job.setdefault("spec", {})["template"] = action.pod_template
+            job["spec"]["suspend"] = False
+
+        self._store.mutate(JOBS, action.name, resume, namespace=namespace)
+
+    def _write_status(
+        self, namespace: str, name: str, jobset: dict[str, Any], status: dict[str, Any]
+    ) -> None:
+        uid = jobset["metadata"].get("uid")
+
+        def replace(obj: dict[str, Any]) -> None:
+            if obj["metadata"].get("uid") != uid:
+                raise ApiError(409, "Conflict", f"JobSet {namespace}/{name} was replaced")
+            obj["status"] = status
+
+        self._store.mutate(JOBSETS, name, replace, namespace=namespace, subresource="status")
+
+    def _event(self, jobset: dict[str, Any], event_type: str, reason: str, message: str) -> None:
+        record_event(
+            self._store,
+            involved=jobset,
+            reason=reason,
+            message=message,
+            type=event_type,
+            component=wire.EVENT_COMPONENT,
+        )
+
+
+def _set_suspend(value: bool) -> Callable[[dict[str, Any]], None]:
+    def edit(job: dict[str, Any]) -> None:
+        job.setdefault("spec", {})["suspend"] = value
+
+    return edit
