@@ -191,7 +191,7 @@ def test_deleting_a_job_collects_its_pods(
             "kind": "Job",
             "name": "owner",
             "uid": job.metadata.uid,
-            "controller": True,
+            "controller": False,
         }
     ]
     core_v1.create_namespaced_pod(namespace, owned)
@@ -214,7 +214,7 @@ def test_deleting_a_job_without_policy_orphans_its_pods_with_a_warning(
             "kind": "Job",
             "name": "orphaner",
             "uid": job.metadata.uid,
-            "controller": True,
+            "controller": False,
         }
     ]
     core_v1.create_namespaced_pod(namespace, owned)

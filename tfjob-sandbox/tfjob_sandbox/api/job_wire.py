@@ -48,3 +48,7 @@ REPLACE_FAILED: Final = "Failed"
 
 #: Indexed Jobs may not have more completions or parallelism than this.
 MAX_PARALLELISM_INDEXED: Final = 100_000
+
+#: Per-index failure counts an Indexed Job with ``backoffLimitPerIndex`` writes on its pods.
+INDEX_FAILURE_COUNT: Final = LABEL_PREFIX + "job-index-failure-count"
+INDEX_IGNORED_FAILURE_COUNT: Final = LABEL_PREFIX + "job-index-ignored-failure-count"

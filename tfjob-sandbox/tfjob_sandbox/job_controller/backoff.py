@@ -10,12 +10,12 @@ def next_backoff_record(
     record: BackoffRecord, new_succeeded: list[Pod], new_failed: list[Pod], now: float
 ) -> BackoffRecord:
     """The record after this pass's newly finished pods (a success resets it)."""
-    failed_times = sorted(finished_time(pod, now) for pod in new_failed)
+    failed_times = sorted(finished_time(pod) for pod in new_failed)
     if not new_succeeded:
         if not failed_times:
             return record
         return BackoffRecord(record.failures_after_last_success + len(failed_times), failed_times[-1])
-    last_success = max(finished_time(pod, now) for pod in new_succeeded)
+    last_success = max(finished_time(pod) for pod in new_succeeded)
     after = [moment for moment in failed_times if moment > last_success]
     return BackoffRecord(len(after), after[-1] if after else None)
 

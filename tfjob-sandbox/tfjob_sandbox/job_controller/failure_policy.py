@@ -72,8 +72,8 @@ def _matching_container(status: dict[str, Any], requirement: dict[str, Any]) -> 
             if code == 0:
                 continue
             values = requirement.get("values") or []
-            matched = code in values if requirement.get("operator") == "In" else code not in values
-            if matched:
+            operator = requirement.get("operator")
+            if (operator == "In" and code in values) or (operator == "NotIn" and code not in values):
                 return dict(container)
     return None
 

@@ -83,8 +83,8 @@ def _parse(text: str) -> float:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
-def finished_time(pod: Pod, now: float) -> float:
-    """getFinishedTime: the latest container finish, else the deletion time, else now."""
+def finished_time(pod: Pod) -> float:
+    """getFinishedTime: latest container finish, else Ready turning False, else deletion, else creation."""
     status = pod.get("status") or {}
     latest: float | None = None
     for container in status.get("containerStatuses") or []:
@@ -94,8 +94,14 @@ def finished_time(pod: Pod, now: float) -> float:
             latest = moment if latest is None else max(latest, moment)
     if latest is not None:
         return latest
-    deleted = pod["metadata"].get("deletionTimestamp")
-    return _parse(str(deleted)) if deleted else now
+    for condition in status.get("conditions") or []:
+        ready_lost = condition.get("type") == "Ready" and condition.get("status") == "False"
+        if ready_lost and condition.get("lastTransitionTime"):
+            return _parse(str(condition["lastTransitionTime"]))
+    meta = pod["metadata"]
+    if meta.get("deletionTimestamp"):  # the deletion deadline minus the grace period: when it was asked
+        return _parse(str(meta["deletionTimestamp"])) - float(meta.get("deletionGracePeriodSeconds") or 0)
+    return _parse(str(meta["creationTimestamp"])) if meta.get("creationTimestamp") else 0.0
 
 
 def restart_count(pod: Pod) -> int:

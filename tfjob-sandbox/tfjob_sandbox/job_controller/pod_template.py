@@ -22,7 +22,9 @@ def generate_name(job_name: str, index: int | None) -> str:
     return prefix
 
 
-def pod_for_job(job: dict[str, Any], index: int | None) -> dict[str, Any]:
+def pod_for_job(
+    job: dict[str, Any], index: int | None, extra_annotations: dict[str, str] | None = None
+) -> dict[str, Any]:
     """A pod manifest for ``job`` (``index``: Indexed Jobs), controller-owned, with the tracking finalizer."""
     meta = job["metadata"]
     template = copy.deepcopy((job.get("spec") or {}).get("template") or {})
@@ -38,6 +40,7 @@ def pod_for_job(job: dict[str, Any], index: int | None) -> dict[str, Any]:
         annotations[job_wire.COMPLETION_INDEX] = str(index)
         labels[job_wire.COMPLETION_INDEX] = str(index)
         spec["hostname"] = f"{meta['name']}-{index}"
+        annotations.update(extra_annotations or {})
     pod_meta: dict[str, Any] = {
         "generateName": generate_name(str(meta["name"]), index),
         "labels": labels,

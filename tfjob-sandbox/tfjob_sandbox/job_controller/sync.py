@@ -21,6 +21,13 @@ from tfjob_sandbox.job_controller import pod_rules as pr
 from tfjob_sandbox.job_controller.backoff import next_backoff_record, remaining_backoff
 from tfjob_sandbox.job_controller.failure_policy import match_pod_failure_policy
 from tfjob_sandbox.job_controller.intervals import format_indexes, parse_indexes
+from tfjob_sandbox.job_controller.per_index import (
+    delayed_deletion_pods,
+    failed_indexes,
+    has_backoff_limit_per_index,
+    index_backoff,
+    replacement_annotations,
+)
 from tfjob_sandbox.job_controller.pod_template import pod_for_job
 from tfjob_sandbox.job_controller.success_policy import match_success_policy
 
@@ -70,6 +77,10 @@ class _Pass:
     succeeded: int = 0
     failed: int = 0
     succeeded_indexes: set[int] = field(default_factory=set)
+    failed_indexes: set[int] = field(default_factory=set)
+    #: backoffLimitPerIndex: per index, the failed pod kept (finalizer) until it is replaced.
+    delayed: dict[int, dict[str, Any]] = field(default_factory=dict)
+    counted: set[str] = field(default_factory=set)
     backoff: act.BackoffRecord = act.NO_BACKOFF
 
     @property
@@ -152,7 +163,8 @@ def sync_job(
     run.active = [pod for pod in pods if pr.is_active(pod)]
     run.terminating = sum(1 for pod in pods if pr.is_terminating(pod))
     run.ready = sum(1 for pod in run.active if pr.is_ready(pod))
-    new_ok, new_failed = _new_finished(run, counted_ok | counted_failed)
+    run.counted = counted_ok | counted_failed
+    new_ok, new_failed = _new_finished(run, run.counted)
     policy = run.spec.get("podFailurePolicy")
     run.succeeded = int(status.get("succeeded", 0)) + len(new_ok) + len(counted_ok)
     run.failed = (
@@ -249,10 +261,31 @@ def _ending_before_manage(run: _Pass) -> Ending | None:
             and (index := pr.valid_index(pod, completions)) is not None
         }
         run.succeeded = len(run.succeeded_indexes)
+        if has_backoff_limit_per_index(job):
+            ending = _per_index_ending(run, ending, completions)
         if ending is None:
             message = match_success_policy(spec.get("successPolicy"), completions, run.succeeded_indexes)
             if message is not None:
                 ending = Ending(True, job_wire.REASON_SUCCESS_POLICY, message)
+    return ending
+
+
+def _per_index_ending(run: _Pass, ending: Ending | None, completions: int) -> Ending | None:
+    """Failed indexes end the Job past maxFailedIndexes, or once every index succeeded or failed."""
+    run.failed_indexes = failed_indexes(run.job, run.pods)
+    total = len(run.failed_indexes)
+    max_failed = run.spec.get("maxFailedIndexes")
+    if ending is None and max_failed is not None and total > int(max_failed):
+        ending = Ending(
+            False,
+            job_wire.REASON_MAX_FAILED_INDEXES_EXCEEDED,
+            "Job has exceeded the specified maximal number of failed indexes",
+        )
+    elif ending is None and total > 0 and total + len(run.succeeded_indexes) >= completions:
+        ending = Ending(False, job_wire.REASON_FAILED_INDEXES, "Job has failed indexes")
+    busy = run.succeeded_indexes | run.failed_indexes
+    busy.update(index for pod in run.active if (index := pr.completion_index(pod)) is not None)
+    run.delayed = delayed_deletion_pods(run.job, run.pods, busy=busy, counted=run.counted)
     return ending
 
 
@@ -302,9 +335,9 @@ def _manage(run: _Pass) -> int:
     missing = want - terminating - active
     if missing <= 0:
         return active
-    wait = remaining_backoff(
-        run.backoff, run.epoch, initial=run.settings.backoff_initial, cap=run.settings.backoff_cap
-    )
+    initial, cap = run.settings.backoff_initial, run.settings.backoff_cap
+    per_index = has_backoff_limit_per_index(run.job)
+    wait = 0.0 if per_index else remaining_backoff(run.backoff, run.epoch, initial=initial, cap=cap)
     if wait > 0:
         run.requeue.append(wait)
         return active
@@ -313,8 +346,21 @@ def _manage(run: _Pass) -> int:
         indexes: list[int | None] = list(_first_pending_indexes(run, missing))
     else:
         indexes = [None] * missing
+    if per_index:
+        waits = {
+            i: index_backoff(run.delayed.get(i), run.epoch, initial=initial, cap=cap)
+            for i in indexes
+            if i is not None
+        }
+        indexes = [i for i in indexes if i is not None and waits[i] <= 0]
+        run.requeue.extend(seconds for seconds in waits.values() if seconds > 0)
     for index in indexes:
-        run.actions.append(act.CreatePod(pod_for_job(run.job, index)))
+        extra = (
+            replacement_annotations(run.job, run.delayed.get(index))
+            if per_index and index is not None
+            else None
+        )
+        run.actions.append(act.CreatePod(pod_for_job(run.job, index, extra)))
     return active + len(indexes)
 
 
@@ -345,7 +391,7 @@ def _pods_for_removal(run: _Pass, at_least: int) -> list[dict[str, Any]]:
 def _first_pending_indexes(run: _Pass, count: int) -> list[int]:
     """Indexes with neither a success nor an active pod (nor, under Failed replacement, a terminating one)."""
     completions = int(run.spec.get("completions") or 0)
-    busy = set(run.succeeded_indexes)
+    busy = run.succeeded_indexes | run.failed_indexes
     busy.update(index for pod in run.active if (index := pr.completion_index(pod)) is not None)
     if pr.only_replace_failed(run.job):
         busy.update(
@@ -387,6 +433,10 @@ def _track_and_flush(run: _Pass, ending: Ending | None) -> None:
         succeeded = pr.phase(pod) == pr.SUCCEEDED
         if not (deleting_job or ending is not None or succeeded or considered_failed):
             continue
+        index = pr.completion_index(pod)
+        held_for_replacement = index is not None and run.delayed.get(index) is pod
+        if held_for_replacement and not (deleting_job or ending is not None or succeeded):
+            continue
         removals.append(pod)
         uid = pr.uid(pod)
         if succeeded and uid not in failed_uids:
@@ -401,6 +451,8 @@ def _track_and_flush(run: _Pass, ending: Ending | None) -> None:
     if indexed:
         status["completedIndexes"] = format_indexes(run.succeeded_indexes)
         status["succeeded"] = len(run.succeeded_indexes)
+        if has_backoff_limit_per_index(job):
+            status["failedIndexes"] = format_indexes(run.failed_indexes)
     if ending is not None:
         ensure_condition(status, ending.interim_type, "True", ending.reason, ending.message, run.stamp)
     uncounted["succeeded"], uncounted["failed"] = ok_uids, failed_uids

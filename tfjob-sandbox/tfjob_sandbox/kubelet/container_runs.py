@@ -51,6 +51,8 @@ class ContainerRuns(PodTermination):
             return
         try:
             env = container_env.container_environment(container.spec, record.pod, home=str(record.directory))
+            if self._hostnames is not None:
+                env = self._local_peer_addresses(record, env)
             argv = container_env.container_argv(container.spec, env)
         except container_env.ContainerConfigError as error:
             container.state = {"waiting": {"reason": _CONFIG_ERROR, "message": str(error)}}
@@ -88,6 +90,23 @@ class ContainerRuns(PodTermination):
         self._pod_event(record, "Normal", "Created", f"Created container: {container.name}")
         self._pod_event(record, "Normal", "Started", f"Started container {container.name}")
         self._mark_dirty(record)
+
+    def _local_peer_addresses(self, record: PodRecord, env: dict[str, str]) -> dict[str, str]:
+        """Loopback mode: pod names under a subdomain used in the namespace become local ports,
+        and the pod's own name's port is freed for it to listen on (host/hostname_ports.py)."""
+        assert self._hostnames is not None
+        subdomains = {
+            str((other.pod.get("spec") or {}).get("subdomain"))
+            for other in self._pods.values()
+            if other.namespace == record.namespace and (other.pod.get("spec") or {}).get("subdomain")
+        }
+        env = self._hostnames.rewrite(
+            env, namespace=record.namespace, subdomains=subdomains, referrer=record.uid
+        )
+        spec = record.pod.get("spec") or {}
+        if spec.get("hostname") and spec.get("subdomain"):
+            self._hostnames.claim_own(record.namespace, spec["hostname"], spec["subdomain"], record.uid)
+        return env
 
     def _play(self, record: PodRecord, container: ContainerRecord) -> None:
         """Start a scripted container: a timer instead of a process (see ``scripted_pods``)."""

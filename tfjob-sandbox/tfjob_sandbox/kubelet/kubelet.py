@@ -11,6 +11,7 @@ from typing import Any
 
 from tfjob_sandbox.api.errors import ApiError
 from tfjob_sandbox.api.resource_types import PODS, ResourceType
+from tfjob_sandbox.host.hostname_ports import HostnamePorts
 from tfjob_sandbox.host.loopback_ports import PortReservations
 from tfjob_sandbox.kubelet import pod_status
 from tfjob_sandbox.kubelet.node_faults import NodeFaults
@@ -57,6 +58,8 @@ class Kubelet(NodeFaults):
     ) -> None:
         self._store = store
         self._ports = ports
+        #: In loopback mode, pod DNS names (hostname.subdomain) in env values become local ports.
+        self._hostnames = HostnamePorts(ports) if ports is not None else None
         self._workdir = Path(workdir)
         self.node_name = node_name
         self.backoff_initial = backoff_initial
@@ -220,6 +223,8 @@ class Kubelet(NodeFaults):
         return record
 
     def _forget(self, uid: str) -> None:
+        if self._hostnames is not None:
+            self._hostnames.forget(uid)
         record = self._pods.pop(uid, None)
         self._waiting_for_node.pop(uid, None)
         if record is None:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tfjob_sandbox.api.errors import ApiError
+from tfjob_sandbox.host.hostname_ports import HostnamePorts
 from tfjob_sandbox.host.loopback_ports import PortReservations
 from tfjob_sandbox.kubelet.pod_records import PodRecord, StalePod
 from tfjob_sandbox.kubelet.processes import ProcessRunner
@@ -33,6 +34,7 @@ class KubeletState:
 
     _store: Store
     _ports: PortReservations | None
+    _hostnames: HostnamePorts | None
     _workdir: Path
     node_name: str
     backoff_initial: float
