@@ -3,14 +3,37 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from kubernetes import client
-from tfjob_sandbox.testing import wait_for
+from tfjob_sandbox import Sandbox
+from tfjob_sandbox.testing import running_sandbox, sync_api_client, unique_name, wait_for
 
 GROUP, VERSION, PLURAL = "jobset.x-k8s.io", "v1alpha2", "jobsets"
 PREFIX = "jobset.sigs.k8s.io/"
+
+
+@contextmanager
+def jobless_sandbox(**options: Any) -> Iterator[Sandbox]:
+    """A sandbox with its Job controller stopped, as in upstream's envtest: only tests write Job status."""
+    with running_sandbox(**options) as sb:
+        sb.call(sb.runtime.job_controller.stop)
+        yield sb
+
+
+@contextmanager
+def namespace_client(sb: Sandbox) -> Iterator[JobSetClient]:
+    """A :class:`JobSetClient` on a fresh namespace of ``sb``."""
+    api = sync_api_client(sb)
+    namespace = unique_name("js")
+    client.CoreV1Api(api).create_namespace({"metadata": {"name": namespace}})
+    try:
+        yield JobSetClient(api, namespace)
+    finally:
+        api.close()
 
 
 def replicated_job(

@@ -147,7 +147,8 @@ def test_state_dir_survives_a_restart(tmp_path: Path) -> None:
             "default", {"metadata": {"name": "after"}, "spec": {"ports": [{"port": 1}]}}
         )
         assert int(fresh.metadata.resource_version) > before
-        (crd,) = client.ApiextensionsV1Api(api).list_custom_resource_definition().items
+        crds = client.ApiextensionsV1Api(api).list_custom_resource_definition().items
+        (crd,) = [c for c in crds if c.metadata.name == "tfjobs.kubeflow.org"]
         assert crd.metadata.uid == crd_uid  # the restored CRD, not a second install
         api.close()
     finally:
@@ -158,7 +159,8 @@ def test_no_tfjob_crd_serves_schemaless_tfjobs(tmp_path: Path) -> None:
     sandbox = _start(tmp_path, "--no-tfjob-crd")
     try:
         api = sandbox.api()
-        assert client.ApiextensionsV1Api(api).list_custom_resource_definition().items == []
+        crds = client.ApiextensionsV1Api(api).list_custom_resource_definition().items
+        assert [c.metadata.name for c in crds] == ["jobsets.jobset.x-k8s.io"]
         loose = tfjob_manifest("loose")
         loose["spec"]["notInTheSchema"] = 1
         created = client.CustomObjectsApi(api).create_namespaced_custom_object(

@@ -7,14 +7,29 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from jobset_helpers import GROUP, PLURAL, PREFIX, VERSION, JobSetClient, replicated_job, upstream_jobset
+from jobset_helpers import (
+    GROUP,
+    PLURAL,
+    PREFIX,
+    VERSION,
+    JobSetClient,
+    jobless_sandbox,
+    namespace_client,
+    replicated_job,
+    upstream_jobset,
+)
 from kubernetes import client
 from kubernetes.client.rest import ApiException
+from tfjob_sandbox import Sandbox
 from tfjob_sandbox.admission.jobset_crd import jobset_crd
 from tfjob_sandbox.testing import running_sandbox, sync_api_client, wait_for
 
@@ -23,9 +38,16 @@ UPSTREAM_CRD = (
 )
 
 
+@pytest.fixture(scope="module")
+def api_sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
+    with jobless_sandbox(workdir=tmp_path_factory.mktemp("pods")) as sb:
+        yield sb
+
+
 @pytest.fixture
-def js(module_api_client: Any, namespace: str) -> JobSetClient:
-    return JobSetClient(module_api_client, namespace)
+def js(api_sandbox: Sandbox) -> Iterator[JobSetClient]:
+    with namespace_client(api_sandbox) as js_client:
+        yield js_client
 
 
 def status_of(error: ApiException) -> dict[str, Any]:
@@ -36,7 +58,8 @@ def status_of(error: ApiException) -> dict[str, Any]:
 # --- the CRD ----------------------------------------------------------------------------------
 
 
-def test_crd_is_installed_established_and_discoverable(module_api_client: Any) -> None:
+def test_crd_is_installed_established_and_discoverable(js: JobSetClient) -> None:
+    module_api_client = js.api
     crd = client.ApiextensionsV1Api(module_api_client).read_custom_resource_definition(
         "jobsets.jobset.x-k8s.io"
     )
@@ -410,3 +433,47 @@ def test_the_providers_jobset_is_accepted_as_written(js: JobSetClient) -> None:
     assert worker["spec"]["template"]["spec"]["subdomain"] == "mnist"
     assert jobs["mnist-ps-0"]["spec"]["backoffLimit"] == 0
     assert js.core.read_namespaced_service("mnist", js.namespace).spec.cluster_ip == "None"
+
+
+def test_a_job_the_api_refuses_is_a_job_creation_failed_event(js: JobSetClient) -> None:
+    """JobSet's webhook does not validate the Job template; the Job's own validation refuses it at
+    creation, which the controller reports as a JobCreationFailed warning and retries with back-off."""
+    manifest = upstream_jobset()
+    manifest["spec"]["replicatedJobs"] = [replicated_job("always")]
+    manifest["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["restartPolicy"] = "Always"
+    js.create(manifest)
+    event = wait_for(
+        lambda: js.core.list_namespaced_event(js.namespace, field_selector="reason=JobCreationFailed").items,
+        what="a JobCreationFailed event",
+    )[0]
+    assert event.type == "Warning"
+    assert event.message.startswith(
+        'job "test-js-always-0" creation failed with error: Job.batch "test-js-always-0" is invalid'
+    )
+    assert "restartPolicy" in event.message
+    assert js.jobs() == {}
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed on this machine")
+def test_kubectl_apply_and_get_jobsets(js: JobSetClient, api_sandbox: Sandbox, tmp_path: Path) -> None:
+    kubectl = shutil.which("kubectl")
+    assert kubectl is not None
+    path = tmp_path / "jobset.yaml"
+    path.write_text(yaml.safe_dump(upstream_jobset()))
+    env = {**os.environ, "KUBECONFIG": str(api_sandbox.kubeconfig_path)}
+
+    def run(*args: str) -> str:
+        done = subprocess.run(
+            [kubectl, "-n", js.namespace, *args], capture_output=True, text=True, timeout=60, env=env
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    assert run("apply", "-f", str(path)).strip() == "jobset.jobset.x-k8s.io/test-js created"
+    js.wait_jobs(4)
+    for name in ["test-js-replicated-job-a-0", *(f"test-js-replicated-job-b-{i}" for i in range(3))]:
+        js.complete(name)
+    js.wait_condition("Completed")
+    header, row = run("get", "jobsets").strip().splitlines()
+    assert header.split() == ["NAME", "TERMINALSTATE", "RESTARTS", "COMPLETED", "SUSPENDED", "AGE"]
+    assert row.split()[:3] == ["test-js", "Completed", "True"]  # Restarts and Suspended unset: blank

@@ -12,10 +12,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from jobset_helpers import PREFIX, JobSetClient, upstream_jobset
-from kubernetes import client
+from jobset_helpers import PREFIX, JobSetClient, jobless_sandbox, namespace_client, upstream_jobset
 from tfjob_sandbox import Sandbox
-from tfjob_sandbox.testing import running_sandbox, sync_api_client, unique_name, wait_for
+from tfjob_sandbox.testing import wait_for
 
 A0 = "test-js-replicated-job-a-0"
 B = [f"test-js-replicated-job-b-{i}" for i in range(3)]
@@ -24,20 +23,14 @@ ALL = [A0, *B]
 
 @pytest.fixture(scope="module")
 def jobs_sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
-    with running_sandbox(workdir=tmp_path_factory.mktemp("pods"), **JOBLESS) as sb:
+    with jobless_sandbox(workdir=tmp_path_factory.mktemp("pods")) as sb:
         yield sb
-
-
-JOBLESS: dict[str, Any] = {}
 
 
 @pytest.fixture
 def js(jobs_sandbox: Sandbox) -> Iterator[JobSetClient]:
-    api = sync_api_client(jobs_sandbox)
-    namespace = unique_name("js")
-    client.CoreV1Api(api).create_namespace({"metadata": {"name": namespace}})
-    yield JobSetClient(api, namespace)
-    api.close()
+    with namespace_client(jobs_sandbox) as js_client:
+        yield js_client
 
 
 def restart_attempts(js: JobSetClient) -> dict[str, int]:

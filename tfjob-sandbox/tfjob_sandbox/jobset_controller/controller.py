@@ -19,8 +19,10 @@ from tfjob_sandbox.store.store import Store, utcnow
 
 log = logging.getLogger(__name__)
 
-#: Delay before retrying a JobSet whose reconcile failed half-way (controller-runtime backs off too).
+#: Delay before retrying a JobSet whose reconcile failed half-way, doubled per failure in a row up to
+#: the cap (controller-runtime's rate limiter backs off exponentially too).
 RETRY_AFTER_ERROR = 0.5
+RETRY_CAP = 60.0
 
 Key = tuple[str, str]
 
@@ -57,6 +59,7 @@ class JobSetController:
         self._queue: set[Key] = set()
         self._drain_handle: asyncio.Handle | None = None
         self._timers: dict[Key, asyncio.TimerHandle] = {}
+        self._failures: dict[Key, int] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._listening = False
         self._running = False
@@ -105,6 +108,7 @@ class JobSetController:
             key = _key(new)
             if event_type == "DELETED":
                 self._jobsets.pop(key, None)
+                self._failures.pop(key, None)
                 timer = self._timers.pop(key, None)
                 if timer is not None:
                     timer.cancel()
@@ -152,7 +156,7 @@ class JobSetController:
                 self._reconcile(key)
             except Exception:
                 log.exception("JobSet %s/%s: reconcile failed", *key)
-                self._requeue(key, RETRY_AFTER_ERROR)
+                self._retry(key)
 
     def _requeue(self, key: Key, delay: float) -> None:
         if self._loop is None or not self._running:
@@ -161,6 +165,11 @@ class JobSetController:
         if previous is not None:
             previous.cancel()
         self._timers[key] = self._loop.call_later(delay, self._timer_fired, key)
+
+    def _retry(self, key: Key) -> None:
+        failures = self._failures.get(key, 0)
+        self._failures[key] = failures + 1
+        self._requeue(key, min(RETRY_AFTER_ERROR * 2**failures, RETRY_CAP))
 
     def _timer_fired(self, key: Key) -> None:
         self._timers.pop(key, None)
@@ -182,8 +191,9 @@ class JobSetController:
             now=self._clock(),
         )
         if not self._apply(key, jobset, outcome.actions):
-            self._requeue(key, RETRY_AFTER_ERROR)
+            self._retry(key)
             return
+        self._failures.pop(key, None)
         timer = self._timers.pop(key, None)
         if timer is not None:
             timer.cancel()

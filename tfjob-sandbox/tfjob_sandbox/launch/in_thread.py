@@ -31,7 +31,8 @@ class Sandbox:
     Keyword arguments are those of :class:`~tfjob_sandbox.launch.assembly.SandboxOptions`
     (``host``, ``port``, ``token``, ``state_dir``, ``http``, ``rbac_file``, ``history_limit``,
     ``bookmark_interval``, ``backoff_initial``, ``backoff_cap``, ``pod_start_delay``, ``loopback_tf_config``,
-    ``workdir``, ``allow_remote``, ``kubeconfig_path``, ``serve_tfjobs``, ``tfjob_crd``, ``fault_seed``).
+    ``workdir``, ``allow_remote``, ``kubeconfig_path``, ``serve_tfjobs``, ``tfjob_crd``, ``fault_seed``,
+    ``jobsets``).
     """
 
     def __init__(self, **options: Any) -> None:
