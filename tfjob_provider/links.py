@@ -17,6 +17,8 @@ CONFIG_OPTION: Final = "dashboard_url_template"
 XCOM_NAME: Final = "tfjob_name"
 XCOM_NAMESPACE: Final = "tfjob_namespace"
 XCOM_UID: Final = "tfjob_uid"
+#: The backend (``"jobset"``), pushed by tasks that do not run a TFJob only.
+XCOM_BACKEND: Final = "tfjob_backend"
 
 
 def dashboard_url_template(operator: Any = None) -> str:

@@ -93,7 +93,20 @@ def _finished(jobset: dict[str, Any]) -> bool:
 
 
 def test_the_seeds_situations_in_the_worker(cluster: Any, dags_folder: Path, tmp_path: Path) -> None:
-    _check_situations(cluster, _run(dags_folder, tmp_path, deferrable=False))
+    outcome = _run(dags_folder, tmp_path, deferrable=False)
+    _check_situations(cluster, outcome)
+    # The TFJob tab's live read of a JobSet task: the JobSet as its TFJob view.
+    from tfjob_provider.hooks.tfjob import TFJobHook
+    from tfjob_provider.ui.reads import read_live
+
+    client = TFJobHook().client
+    name = xcom_value(outcome, "ps_success", "tfjob_name")
+    live = client.run(read_live(client.session, name, "default", backend="jobset"))
+    assert live.tfjob is not None and live.tfjob["metadata"]["uid"] == xcom_value(
+        outcome, "ps_success", "tfjob_uid"
+    )
+    assert {"type": "Succeeded", "status": "True"} in live.tfjob["status"]["conditions"]
+    assert any(pod["metadata"]["name"].startswith(f"{name}-chief-0-0-") for pod in live.pods), live.pods
 
 
 def test_the_seeds_situations_deferred(cluster: Any, dags_folder: Path, tmp_path: Path) -> None:
@@ -185,3 +198,40 @@ def test_the_decorator_runs_on_jobset_with_tf_config_as_the_training_operator_wr
     assert value["steps"] == 25 and value["task"] == {"type": "chief", "index": 0}, value
     name = xcom_value(outcome, "train", "tfjob_name")
     assert value["workers"] == [f"{name}-worker-0-0.{name}:2222", f"{name}-worker-0-1.{name}:2222"]
+
+
+ADOPT_DAG = """
+from __future__ import annotations
+import datetime
+from airflow.sdk import DAG
+from tfjob_provider.operators.tfjob import TFJobOperator
+
+with DAG("jobset_adopt", schedule=None, start_date=datetime.datetime(2024, 1, 1)) as dag:
+    TFJobOperator(task_id="train", backend="jobset", image="python:3.11", chief=1,
+                  command=["python", "-c", "print('never run: the earlier JobSet is adopted')"])
+"""
+
+
+def test_the_jobset_an_earlier_try_submitted_is_adopted_not_duplicated(
+    cluster: Any, dags_folder: Path
+) -> None:
+    import datetime
+
+    from tfjob_provider.naming import job_name_for, stamp_identity
+
+    moment = datetime.datetime(2024, 6, 1, 12, 0, tzinfo=datetime.timezone.utc)
+    run_id = "manual__2024-06-01T12:00:00+00:00"
+    identity = dict(dag_id="jobset_adopt", task_id="train", run_id=run_id, map_index=-1)
+    name = job_name_for(**identity)
+    code = "import time; time.sleep(2); print('trained by try 1')"
+    tfjob = build_tfjob(name=name, image="python:3.11", command=["python", "-c", code], chief=1)
+    earlier = create_jobset(
+        cluster,
+        tfjob_to_jobset(stamp_identity(tfjob, name=name, namespace="default", try_number=1, **identity)),
+    )
+    path = write_dag_file(dags_folder, "jobset_adopt", ADOPT_DAG)
+    outcome = run_dag(load_dag(path, "jobset_adopt"), logical_date=moment, run_after=moment)
+    assert outcome.run_id == run_id
+    assert outcome.task("train").state == "success"
+    assert xcom_value(outcome, "train", "tfjob_uid") == earlier["metadata"]["uid"]
+    assert xcom_value(outcome, "train")["state"] == "Succeeded"

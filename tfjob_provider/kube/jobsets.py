@@ -5,8 +5,8 @@ above judges and records a JobSet as it does a TFJob (docs/adr/0040-jobset-wirin
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from typing import Any
 
 from tfjob_provider._jobset import names
@@ -14,15 +14,14 @@ from tfjob_provider._jobset.judging import as_tfjob
 from tfjob_provider.constants import LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
 from tfjob_provider.kube import jobset_requests as jrq
 from tfjob_provider.kube import requests as rq
-from tfjob_provider.kube.effects import CloseStream, Effect, Emit, Operation, Sleep
-from tfjob_provider.kube.errors import ForbiddenError, KubeApiError, NotFoundError
+from tfjob_provider.kube.effects import Emit, Operation, Sleep
+from tfjob_provider.kube.errors import KubeApiError, NotFoundError
 from tfjob_provider.kube.instances import EarlierInstances
-from tfjob_provider.kube.list_watch import WatchedStream, run_list_watches, watch_forbidden
+from tfjob_provider.kube.list_watch import WatchedStream, follow_one_job
 from tfjob_provider.kube.operations import Session, call, call_json, call_list, parse_json
+from tfjob_provider.kube.requests import ApiRequest
 from tfjob_provider.kube.tracking import JobKey, JobSnapshot, strip_managed_fields
 from tfjob_provider.kube.watching import ListWatch
-
-log = logging.getLogger(__name__)
 
 JOBSET_NOT_SERVED_MESSAGE = (
     "the cluster does not serve jobset.x-k8s.io/v1alpha2 JobSet — install JobSet "
@@ -284,47 +283,37 @@ class JobSetTracker:
 # --- the watch -----------------------------------------------------------------------------------
 
 
+def _list_watch(
+    session: Session,
+    lister: Callable[..., ApiRequest],
+    watcher: Callable[..., ApiRequest],
+    namespace: str,
+    selectors: Mapping[str, str | None],
+) -> ListWatch:
+    """A list→watch of one resource in ``namespace`` with the same selectors on the LIST and WATCH."""
+    return ListWatch(
+        list_request=lambda: lister(namespace=namespace, **selectors),
+        watch_request=lambda rv, timeout, read_timeout: watcher(
+            namespace=namespace,
+            resource_version=rv,
+            timeout_seconds=timeout,
+            read_timeout=read_timeout,
+            **selectors,
+        ),
+        settings=session.watch,
+    )
+
+
 def jobset_streams(
     session: Session, tracker: JobSetTracker, *, namespace: str, job_name: str | None = None
 ) -> list[WatchedStream]:
     """The three streams behind a JobSet watch: JobSets (by name, or all of the namespace), and
     the Jobs and pods labelled with the JobSet's name (or with any JobSet's)."""
-    field_selector = f"metadata.name={job_name}" if job_name else None
-    children = jrq.jobset_children_selector(job_name)
-    settings = session.watch
-    jobset_watch = ListWatch(
-        list_request=lambda: jrq.list_jobsets(namespace=namespace, field_selector=field_selector),
-        watch_request=lambda rv, timeout, read_timeout: jrq.watch_jobsets(
-            namespace=namespace,
-            resource_version=rv,
-            timeout_seconds=timeout,
-            read_timeout=read_timeout,
-            field_selector=field_selector,
-        ),
-        settings=settings,
-    )
-    job_watch = ListWatch(
-        list_request=lambda: jrq.list_jobs(namespace=namespace, label_selector=children),
-        watch_request=lambda rv, timeout, read_timeout: jrq.watch_jobs(
-            namespace=namespace,
-            resource_version=rv,
-            timeout_seconds=timeout,
-            read_timeout=read_timeout,
-            label_selector=children,
-        ),
-        settings=settings,
-    )
-    pod_watch = ListWatch(
-        list_request=lambda: rq.list_pods(namespace=namespace, label_selector=children),
-        watch_request=lambda rv, timeout, read_timeout: rq.watch_pods(
-            namespace=namespace,
-            resource_version=rv,
-            timeout_seconds=timeout,
-            read_timeout=read_timeout,
-            label_selector=children,
-        ),
-        settings=settings,
-    )
+    by_name = {"field_selector": f"metadata.name={job_name}" if job_name else None}
+    children = {"label_selector": jrq.jobset_children_selector(job_name)}
+    jobset_watch = _list_watch(session, jrq.list_jobsets, jrq.watch_jobsets, namespace, by_name)
+    job_watch = _list_watch(session, jrq.list_jobs, jrq.watch_jobs, namespace, children)
+    pod_watch = _list_watch(session, rq.list_pods, rq.watch_pods, namespace, children)
     return [
         WatchedStream("jobsets", jobset_watch, tracker.apply_jobset_event, tracker.relist_jobsets),
         WatchedStream("jobs", job_watch, tracker.apply_job_event, tracker.relist_jobs),
@@ -351,21 +340,14 @@ def watch_jobset(session: Session, name: str, *, namespace: str) -> Operation[No
     every change of the JobSet, one of its Jobs or one of its pods; polls when ``watch`` is forbidden."""
     key = (namespace, name)
     tracker = JobSetTracker(namespace=namespace, only=[key])
-
-    def emit(changed: set[JobKey], initial: bool) -> Iterable[Effect]:
-        return [Emit(tracker.snapshot(key))] if initial or key in changed else []
-
     streams = jobset_streams(session, tracker, namespace=namespace, job_name=name)
-    try:
-        yield from run_list_watches(session, streams, on_changes=emit)
-    except ForbiddenError as error:
-        if not watch_forbidden(error):
-            raise
-        for stream in streams:
-            if stream.open:
-                yield CloseStream(stream.key)
-        log.warning("%s — falling back to polling every %.0f s", error.message, session.watch.poll_interval)
-        yield from poll_jobset_snapshots(session, name, namespace=namespace)
+    yield from follow_one_job(
+        session,
+        key,
+        tracker.snapshot,
+        streams,
+        poll=partial(poll_jobset_snapshots, session, name, namespace=namespace),
+    )
 
 
 __all__ = [

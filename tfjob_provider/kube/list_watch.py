@@ -250,10 +250,28 @@ def watch_job(session: Session, name: str, *, namespace: str) -> Operation[None]
     key = (namespace, name)
     tracker = JobTracker(namespace=namespace, only=[key])
 
-    def emit(changed: set[JobKey], initial: bool) -> Iterable[Effect]:
-        return [Emit(tracker.snapshot(key))] if initial or key in changed else []
+    def poll() -> Operation[None]:
+        poll_tracker = JobTracker(namespace=namespace, only=[key])
+        return poll_job_snapshots(session, name, namespace=namespace, tracker=poll_tracker)
 
     streams = job_streams(session, tracker, namespace=namespace, job_name=name)
+    yield from follow_one_job(session, key, tracker.snapshot, streams, poll=poll)
+
+
+def follow_one_job(
+    session: Session,
+    key: JobKey,
+    snapshot: Callable[[JobKey], JobSnapshot],
+    streams: Sequence[WatchedStream],
+    *,
+    poll: Callable[[], Operation[None]],
+) -> Operation[None]:
+    """Run ``streams`` and emit ``snapshot(key)`` after the initial lists and after every change of
+    ``key``; when ``watch`` is forbidden, close them and run ``poll()`` instead."""
+
+    def emit(changed: set[JobKey], initial: bool) -> Iterable[Effect]:
+        return [Emit(snapshot(key))] if initial or key in changed else []
+
     try:
         yield from run_list_watches(session, streams, on_changes=emit)
     except ForbiddenError as error:
@@ -263,8 +281,7 @@ def watch_job(session: Session, name: str, *, namespace: str) -> Operation[None]
             if stream.open:
                 yield CloseStream(stream.key)
         log.warning("%s — falling back to polling every %.0f s", error.message, session.watch.poll_interval)
-        poll_tracker = JobTracker(namespace=namespace, only=[key])
-        yield from poll_job_snapshots(session, name, namespace=namespace, tracker=poll_tracker)
+        yield from poll()
 
 
 def watch_forbidden(error: ForbiddenError) -> bool:
@@ -275,6 +292,7 @@ def watch_forbidden(error: ForbiddenError) -> bool:
 __all__ = [
     "ChangeHandler",
     "WatchedStream",
+    "follow_one_job",
     "job_streams",
     "poll_job_snapshots",
     "run_list_watches",

@@ -49,6 +49,7 @@ from tfjob_provider.kube.kinds import JobKind, kind_for
 from tfjob_provider.lineage.extra import check_asset_keys
 from tfjob_provider.lineage.task_lineage import TFJobLineage
 from tfjob_provider.links import (
+    XCOM_BACKEND,
     XCOM_NAME,
     XCOM_NAMESPACE,
     XCOM_UID,
@@ -72,9 +73,6 @@ from tfjob_provider.operators._worker_wait import wait_in_worker, wake_worker_wa
 from tfjob_provider.policy import Rules
 from tfjob_provider.triggers.tfjob import TFJobTrigger
 from tfjob_provider.ui.record import XCOM_CONN_ID, now_iso, observe
-
-#: XCom key of the backend (``"jobset"``), pushed by tasks that run on JobSet only.
-XCOM_BACKEND: Final = "tfjob_backend"
 
 if TYPE_CHECKING:
     from airflow.providers.common.compat.sdk import Context

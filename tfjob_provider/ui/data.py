@@ -18,7 +18,7 @@ from tfjob_provider.hooks.tfjob import TFJobHook
 from tfjob_provider.kube.errors import KubeApiError, NotFoundError
 from tfjob_provider.kube.retry import RetryPolicy
 from tfjob_provider.kube.sync_client import SyncTFJobClient
-from tfjob_provider.links import XCOM_NAME, XCOM_NAMESPACE, XCOM_UID
+from tfjob_provider.links import XCOM_BACKEND, XCOM_NAME, XCOM_NAMESPACE, XCOM_UID
 from tfjob_provider.ui import reads
 from tfjob_provider.ui.record import XCOM_CONN_ID, XCOM_RECORD
 from tfjob_provider.ui.view_model import JobData, empty_view, from_record, view, with_live
@@ -46,7 +46,7 @@ ACTIVE_STATES: Final = frozenset(
     {"scheduled", "queued", "running", "deferred", "up_for_reschedule", "up_for_retry", "restarting"}
 )
 _XCOM_LINK: Final = "_link_TFJobLink"
-_KEYS: Final = (XCOM_NAME, XCOM_NAMESPACE, XCOM_UID, XCOM_CONN_ID, XCOM_RECORD, _XCOM_LINK)
+_KEYS: Final = (XCOM_NAME, XCOM_NAMESPACE, XCOM_UID, XCOM_CONN_ID, XCOM_RECORD, _XCOM_LINK, XCOM_BACKEND)
 
 NO_TFJOB: Final = "This task does not run or watch a TFJob, so there is nothing to show here."
 
@@ -164,10 +164,10 @@ def _problem(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
 
 
-def read_live(conn_id: str, name: str, namespace: str) -> reads.LiveState:
+def read_live(conn_id: str, name: str, namespace: str, backend: str = "tfjob") -> reads.LiveState:
     """One live read of the TFJob (raises on any failure, :class:`TimeoutError` past the deadline)."""
     state: reads.LiveState = _within_deadline(
-        conn_id, lambda client: client.run(reads.read_live(client.session, name, namespace))
+        conn_id, lambda client: client.run(reads.read_live(client.session, name, namespace, backend=backend))
     )
     return state
 
@@ -222,7 +222,8 @@ def build_view(
             raise LookupError(
                 "the task did not record its connection id (a task of an earlier provider version)"
             )
-        live = read_live(conn_id, name, namespace)
+        backend = task.xcoms.get(XCOM_BACKEND)
+        live = read_live(conn_id, name, namespace, backend if isinstance(backend, str) else "tfjob")
     except (Exception, TimeoutError) as error:  # any failure of the cluster falls back to the record
         message = f"The cluster could not be read through connection {conn_id!r} ({_problem(error)}); {kept}"
         return _shown(base, "record", earlier_try + message, running)

@@ -17,6 +17,7 @@ from tfjob_provider.kube import operations as ops
 from tfjob_provider.kube import requests as rq
 from tfjob_provider.kube.effects import Operation
 from tfjob_provider.kube.errors import NotFoundError
+from tfjob_provider.kube.kinds import JOBSET
 
 #: Seconds a view's request may stay silent before it is abandoned.
 READ_TIMEOUT_SECONDS: Final = 3.0
@@ -79,8 +80,17 @@ def list_pods(session: ops.Session, name: str, namespace: str) -> Operation[list
     return sorted(pods, key=lambda pod: str((pod.get("metadata") or {}).get("name")))
 
 
-def read_live(session: ops.Session, name: str, namespace: str) -> Operation[LiveState]:
-    """GET the TFJob; when it exists, LIST its pods and the namespace's events."""
+def read_live(
+    session: ops.Session, name: str, namespace: str, *, backend: str = "tfjob"
+) -> Operation[LiveState]:
+    """GET the TFJob; when it exists, LIST its pods and the namespace's events.  A JobSet
+    (``backend="jobset"``) is read with its Jobs and pods as its TFJob view."""
+    if backend == JOBSET.backend:
+        view, view_pods = yield from JOBSET.read(session, name, namespace=namespace)
+        if view is None:
+            return LiveState(tfjob=None, pods=[], events=None)
+        events, cut = yield from list_namespace_events(session, namespace)
+        return LiveState(tfjob=view, pods=view_pods, events=events, events_cut=cut)
     try:
         response = yield from ops.call(session, _quick(rq.get_tfjob(name, namespace=namespace)))
     except NotFoundError:
