@@ -1,4 +1,5 @@
-"""An independent witness of the cluster: every TFJob and pod state change, as the API server sent it.
+"""An independent witness of the cluster: every TFJob, JobSet and pod state change, as the API server
+sent it.
 
 Why: the demo's summary and the full-stack test's assertions must not take the provider's word
 for what happened.  The operator deletes a succeeded TFJob (and its pods) when its task ends, and a
@@ -6,7 +7,8 @@ pod the training operator recreates leaves no trace in the final state — so th
 TFJobs and pods from the start with the official ``kubernetes`` client (not the provider's code),
 keeps every pod instance it saw (by UID) and every TFJob (by UID, with whether and when it was
 deleted), and answers: which TFJobs did this task create, were any deleted early, and what did each
-replica do (phase, exit codes, restarts).
+replica do (phase, exit codes, restarts).  JobSets (``backend="jobset"``) are recorded the same way:
+their pods belong to Jobs, so the observer also watches Jobs to know which JobSet owns which pod.
 """
 
 from __future__ import annotations
@@ -27,6 +29,12 @@ from tfjob_provider.constants import (
 )
 
 _CANONICAL = {name.lower(): name for name in ("Chief", "Master", "Worker", "PS", "Evaluator")}
+#: The labels the JobSet and Job controllers put on a JobSet's pods.
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
+COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
+#: Conditions that end a job: a TFJob's, then a JobSet's.
+FINAL_CONDITIONS = ("Succeeded", "Failed", "Completed")
 #: Replica types in the order a person reads a TFJob (the deciding one first).
 _ORDER = {name: position for position, name in enumerate(("Chief", "Master", "Worker", "PS", "Evaluator"))}
 
@@ -53,7 +61,7 @@ class PodInstance:
 
 @dataclass
 class TFJobRecord:
-    """One TFJob object (one UID) as seen over its life."""
+    """One TFJob or JobSet object (one UID) as seen over its life."""
 
     name: str
     uid: str
@@ -67,8 +75,9 @@ class TFJobRecord:
     first_seen: float = 0.0
     #: When its deletion was first seen (``deletionTimestamp`` or DELETED).
     deletion_seen_at: float | None = None
-    #: When a Succeeded or Failed condition was first seen.
+    #: When a Succeeded or Failed condition (a JobSet's Completed or Failed) was first seen.
     finished_at: float | None = None
+    kind: str = "TFJob"
 
     @property
     def final_condition(self) -> str:
@@ -110,7 +119,8 @@ def _tensorflow_state(pod: Mapping[str, Any]) -> tuple[int | None, str | None, i
 
 
 class ClusterObserver:
-    """Watches TFJobs and training pods in one namespace from a background thread per resource.
+    """Watches TFJobs, JobSets (with their Jobs) and training pods in one namespace from a
+    background thread per resource.
 
     :param kubeconfig: the cluster's kubeconfig (the sandbox writes one).
     :param namespace: where the TFJobs run.
@@ -126,6 +136,8 @@ class ClusterObserver:
         self._threads: list[threading.Thread] = []
         self.jobs: dict[str, TFJobRecord] = {}
         self.pods: dict[str, PodInstance] = {}
+        #: Job UID → the UID of the JobSet that owns it.
+        self.job_owners: dict[str, str] = {}
         self.errors: list[str] = []
 
     # --- watching ---------------------------------------------------------------------------------
@@ -135,30 +147,61 @@ class ClusterObserver:
 
         core = client.CoreV1Api(self._api_client)
         custom = client.CustomObjectsApi(self._api_client)
+        batch = client.BatchV1Api(self._api_client)
 
         def list_pods(**kwargs: Any) -> Any:
             return core.list_namespaced_pod(self.namespace, **kwargs)
 
-        def list_jobs(**kwargs: Any) -> Any:
+        def list_tfjobs(**kwargs: Any) -> Any:
             return custom.list_namespaced_custom_object(
                 "kubeflow.org", "v1", self.namespace, "tfjobs", **kwargs
             )
 
-        ready = [threading.Event(), threading.Event()]
-        for name, lister, record, event in (
-            ("pods", list_pods, self._record_pod, ready[0]),
-            ("tfjobs", list_jobs, self._record_job, ready[1]),
-        ):
+        def list_jobsets(**kwargs: Any) -> Any:
+            return custom.list_namespaced_custom_object(
+                "jobset.x-k8s.io", "v1alpha2", self.namespace, "jobsets", **kwargs
+            )
+
+        def list_jobs(**kwargs: Any) -> Any:
+            return batch.list_namespaced_job(self.namespace, **kwargs)
+
+        watched: list[tuple[str, Callable[..., Any], Callable[[str, Mapping[str, Any]], None]]] = [
+            ("pods", list_pods, self._record_pod),
+            ("tfjobs", list_tfjobs, self._record_job),
+        ]
+        if self._serves_jobsets(custom):
+            watched += [
+                ("jobsets", list_jobsets, self._record_jobset),
+                ("jobs", list_jobs, self._record_owner),
+            ]
+        ready = []
+        for name, lister, record in watched:
+            event = threading.Event()
+            ready.append((event, name))
             thread = threading.Thread(
                 target=self._watch, args=(lister, record, event), name=f"observe-{name}", daemon=True
             )
             thread.start()
             self._threads.append(thread)
-        for event, what in zip(ready, ("pods", "tfjobs"), strict=True):
+        for event, what in ready:
             if not event.wait(timeout=30):
                 self.stop()
                 raise RuntimeError(f"the cluster observer could not list {what} within 30 s")
         return self
+
+    def _serves_jobsets(self, custom: Any) -> bool:
+        """Whether the cluster serves JobSets (a 404 on the list: no JobSet CRD installed)."""
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            custom.list_namespaced_custom_object(
+                "jobset.x-k8s.io", "v1alpha2", self.namespace, "jobsets", limit=1
+            )
+        except ApiException as error:
+            if error.status == 404:
+                return False
+            raise
+        return True
 
     def _watch(
         self,
@@ -202,7 +245,18 @@ class ClusterObserver:
                     self.errors.append(f"{type(error).__name__}: {error}")
                     time.sleep(0.5)
 
-    def _record_job(self, kind: str, job: Mapping[str, Any]) -> None:
+    def _record_jobset(self, kind: str, jobset: Mapping[str, Any]) -> None:
+        self._record_job(kind, jobset, job_kind="JobSet")
+
+    def _record_owner(self, _kind: str, job: Mapping[str, Any]) -> None:
+        """A JobSet's Job: remember which JobSet owns it (its pods name only the Job)."""
+        metadata = job.get("metadata") or {}
+        owners = [o for o in metadata.get("ownerReferences") or [] if o.get("controller")]
+        if metadata.get("uid") and owners and owners[0].get("kind") == "JobSet":
+            with self._lock:
+                self.job_owners[str(metadata["uid"])] = str(owners[0].get("uid"))
+
+    def _record_job(self, kind: str, job: Mapping[str, Any], *, job_kind: str = "TFJob") -> None:
         metadata = job.get("metadata") or {}
         uid = str(metadata.get("uid") or "")
         if not uid:
@@ -216,6 +270,7 @@ class ClusterObserver:
                     created=str(metadata.get("creationTimestamp") or ""),
                     namespace=str(metadata.get("namespace") or ""),
                     first_seen=time.monotonic(),
+                    kind=job_kind,
                 )
                 self.jobs[uid] = record
             record.labels = dict(metadata.get("labels") or {})
@@ -224,7 +279,7 @@ class ClusterObserver:
             if isinstance(conditions, list):
                 record.conditions = [c for c in conditions if isinstance(c, dict)]
             now = time.monotonic()
-            if record.finished_at is None and record.final_condition in ("Succeeded", "Failed"):
+            if record.finished_at is None and record.final_condition in FINAL_CONDITIONS:
                 record.finished_at = now
             if record.deletion_seen_at is None and (kind == "DELETED" or metadata.get("deletionTimestamp")):
                 record.deletion_seen_at = now
@@ -236,17 +291,23 @@ class ClusterObserver:
         metadata = pod.get("metadata") or {}
         labels = metadata.get("labels") or {}
         uid = str(metadata.get("uid") or "")
-        if not uid or LABEL_JOB_NAME not in labels:
+        on_jobset = JOBSET_NAME_LABEL in labels
+        if not uid or (LABEL_JOB_NAME not in labels and not on_jobset):
             return
         owners = [o for o in metadata.get("ownerReferences") or [] if o.get("controller")]
+        type_label, index_label = (
+            (REPLICATED_JOB_LABEL, COMPLETION_INDEX_LABEL)
+            if on_jobset
+            else (LABEL_REPLICA_TYPE, LABEL_REPLICA_INDEX)
+        )
         try:
-            index = int(str(labels.get(LABEL_REPLICA_INDEX)))
+            index = int(str(labels.get(index_label)))
         except ValueError:
             index = -1
         with self._lock:
             instance = self.pods.get(uid)
             if instance is None:
-                raw_type = str(labels.get(LABEL_REPLICA_TYPE) or "?")
+                raw_type = str(labels.get(type_label) or "?")
                 instance = PodInstance(
                     name=str(metadata.get("name")),
                     uid=uid,
@@ -295,7 +356,10 @@ class ClusterObserver:
     def replica_rows(self, job_uid: str) -> list[ReplicaRow]:
         """The replica table of one TFJob: one row per replica, its pod instances folded together."""
         with self._lock:
-            instances = [pod for pod in self.pods.values() if pod.job_uid == job_uid]
+            owners = self.job_owners
+            instances = [
+                pod for pod in self.pods.values() if job_uid in (pod.job_uid, owners.get(pod.job_uid or ""))
+            ]
             job = self.jobs.get(job_uid)
         by_replica: dict[tuple[str, int], list[PodInstance]] = {}
         for pod in sorted(instances, key=lambda p: p.created):
@@ -328,7 +392,7 @@ def _stop_note(pod: PodInstance, job: TFJobRecord | None) -> str:
     if job is not None and job.finished_at is not None and job.finished_at <= pod.deletion_seen_at:
         return "stopped after the job ended"
     if job is not None and job.deletion_seen_at is not None and job.deletion_seen_at <= pod.deletion_seen_at:
-        return "stopped: TFJob deleted"
+        return f"stopped: {job.kind} deleted"
     return "deleted while running"
 
 

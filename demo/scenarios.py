@@ -236,6 +236,12 @@ def distinct_jobs(evidence: Evidence) -> str | None:
     return None if len(set(uids)) == len(uids) else f"a TFJob was reused across tries: {uids}"
 
 
+def on_jobset(evidence: Evidence) -> str | None:
+    """Every job the task created was a JobSet (no TFJob: the training operator had no part)."""
+    kinds = sorted({attempt.job.kind for attempt in evidence.attempts})
+    return None if kinds == ["JobSet"] else f"expected JobSets only, the task created: {kinds}"
+
+
 # --- the scenarios -------------------------------------------------------------------------------------
 
 SUCCEEDED = ExpectedAttempt("Succeeded", "ChiefSucceeded")
@@ -309,6 +315,18 @@ SCENARIOS: tuple[Scenario, ...] = (
         expect_attempts=(SUCCEEDED,),
         story="the training operator replaces the pod; it resumes from its checkpoint; one Airflow try",
         checks=(replica_recreated_after(0, "Worker", 1, 137),),
+    ),
+    Scenario(
+        key="recovers-jobset",
+        title='The same on JobSet (backend="jobset"): worker killed (137), replaced, recovers',
+        dag_id="tfjob_on_jobset",
+        task_id="crash_recovers_on_jobset",
+        expect_state="success",
+        expect_try=1,
+        expect_attempts=(SUCCEEDED,),
+        story="the Job controller replaces the pod for the same index (podFailurePolicy ignores 137); "
+        "no training operator; one Airflow try",
+        checks=(replica_recreated_after(0, "Worker", 1, 137), on_jobset),
     ),
     Scenario(
         key="permanent",

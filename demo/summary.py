@@ -48,14 +48,14 @@ def _short(uid: str) -> str:
 
 def _attempt_lines(attempt: Attempt, *, number: int, total: int) -> list[str]:
     job = attempt.job
-    label = f"TFJob {number}/{total}" if total > 1 else "TFJob"
+    label = f"{job.kind} {number}/{total}" if total > 1 else job.kind
     try_text = f"try {attempt.try_number}" if attempt.try_number is not None else "try ?"
     fate = "; deleted since" if job.deleted else "; still exists"
     lines = [f"{label:<9} {job.namespace}/{job.name}  uid {_short(job.uid)}  (created by {try_text}{fate})"]
     kind = f", {attempt.kind}" if attempt.kind else ""
     message = attempt.message
     for verb in ("succeeded", "failed"):  # the name is on the line above
-        prefix = f"TFJob {job.namespace}/{job.name} {verb}: "
+        prefix = f"{job.kind} {job.namespace}/{job.name} {verb}: "
         if message.startswith(prefix):
             message = message[len(prefix) :]
     lines.append(f"{'verdict':<9} {attempt.state} ({attempt.reason}{kind}): {message}")

@@ -21,6 +21,7 @@ EXPECTED_DAGS = {
     "tfjob_model_training",
     "tfjob_distributed_training",
     "tfjob_from_yaml",
+    "tfjob_on_jobset",
     "tfjob_retry_policies",
     "tfjob_sensor",
     "tfjob_taskflow",
