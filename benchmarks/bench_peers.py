@@ -1,9 +1,10 @@
 """Our deferred wait next to what users run today, on one sandbox in one run (issue 12).
 
-Three waits on N jobs each (default 100), one after another against the same sandbox process
+Four waits on N jobs each (default 100), one after another against the same sandbox process
 (``benchmarks/wait_peers.py`` says how):
 
 * ours — ``TFJobTrigger``, N in one asyncio loop, on Chief + Worker TFJobs;
+* ours on JobSets — the same, ``backend="jobset"``, on the JobSets built from those TFJobs;
 * Airflow's ``KubernetesPodTrigger`` on N plain pods, as ``KubernetesPodOperator(deferrable=True)``
   builds it by default (poll every 2 s), N in one asyncio loop;
 * the Kubeflow Training SDK's ``TrainingClient.wait_for_job_conditions`` on N Chief + Worker

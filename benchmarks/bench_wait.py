@@ -26,7 +26,8 @@ machine.  Run ``.venv/bin/python benchmarks/bench_wait.py [--jobs 1 100 500] [--
 Scale mode (issue 12; ``benchmarks/wait_scale.py``): ``--scale 1000 5000 10000`` runs that many
 triggers against *scripted* pods (no processes; chiefs ended through the sandbox admin API, exit
 instants to the microsecond), ``--namespaces 100`` spreads the jobs, ``--burst`` ends 1,000 chiefs
-within one second, ``--tracemalloc`` prints where the waiting jobs' memory is.  ``--worker-mode 50``
+within one second, ``--tracemalloc`` prints where the waiting jobs' memory is, ``--backend jobset``
+waits on the JobSets built from the same TFJobs (``tfjob_to_jobset``).  ``--worker-mode 50``
 runs 50 non-deferrable waits, one process each as an executor runs them.  Goals at N = 10,000:
 detection p99 < 100 ms, 0 steady requests, < 400 MB RSS in the waiting process.
 """
@@ -309,6 +310,12 @@ def main() -> None:
     parser.add_argument(
         "--tracemalloc", action="store_true", help="scale mode: print where the waiting jobs' memory is"
     )
+    parser.add_argument(
+        "--backend",
+        choices=["tfjob", "jobset"],
+        default="tfjob",
+        help="scale mode: wait on TFJobs (default) or on the JobSets built from them",
+    )
     parser.add_argument("--submit", type=Path, help=argparse.SUPPRESS)  # internal: the child's job
     parser.add_argument("--submit-scripted", type=Path, help=argparse.SUPPRESS)  # internal: scale mode
     parser.add_argument("--worker-wait", help=argparse.SUPPRESS)  # internal: one worker-mode wait
@@ -320,11 +327,13 @@ def main() -> None:
         submit_and_wait(args.submit, args.workers)
         return
     if args.submit_scripted is not None:
-        wait_scale.submit_scripted(args.submit_scripted)
+        wait_scale.submit_scripted(args.submit_scripted, backend=args.backend)
         return
     if args.worker_wait is not None:
         wait_scale.worker_wait(args.worker_wait)
         return
+    if args.backend != "tfjob" and not args.scale:
+        parser.error(f"--backend {args.backend} needs --scale: the other modes wait on TFJobs only")
     os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="bench-wait-airflow-"))
     os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
     if args.worker_mode:
@@ -341,6 +350,7 @@ def main() -> None:
                 burst=args.burst,
                 profile=args.tracemalloc,
                 deadline_hours=args.deadline_hours,
+                backend=args.backend,
             )
             wait_scale.report_scale(figures)
         return

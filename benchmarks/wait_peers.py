@@ -2,20 +2,22 @@
 
 A figure of our wait means little alone: "3 ms and no requests" is worth something only next to
 what users run today.  So the same machine, the same sandbox process and the same kind of
-scripted pods (``tfjob-sandbox/script``: a timer in the sandbox, no process) serve three waits,
+scripted pods (``tfjob-sandbox/script``: a timer in the sandbox, no process) serve four waits,
 one after another, each in a process of its own so that its CPU and RSS are its own:
 
 1. **ours**: N :class:`~tfjob_provider.triggers.tfjob.TFJobTrigger` in one asyncio loop on
    Chief + Worker TFJobs — ``wait_scale``'s measurement, unchanged, in a child;
-2. **Airflow's KubernetesPodTrigger** on N plain pods, every trigger's ``run()`` in one asyncio
+2. **ours on JobSets** (issue 21): the same on N JobSets that ``tfjob_to_jobset`` builds from the
+   same TFJobs, waited on with ``backend="jobset"`` (JobSets, Jobs and pods watched);
+3. **Airflow's KubernetesPodTrigger** on N plain pods, every trigger's ``run()`` in one asyncio
    loop as the triggerer runs them, each built from the keyword arguments that
    ``KubernetesPodOperator(deferrable=True)`` gives it by default (``invoke_defer_method``);
-3. **the Kubeflow Training SDK**'s ``TrainingClient.wait_for_job_conditions`` on N Chief + Worker
+4. **the Kubeflow Training SDK**'s ``TrainingClient.wait_for_job_conditions`` on N Chief + Worker
    TFJobs: N threads in one process of the SDK's own venv (``make venv-sdk``), with the SDK's
    default polling interval; ``benchmarks/peers/sdk_waits.py``.
 
 Every job and pod is created before the first wait starts and runs until the benchmark ends it
-(``{}``: run until ended), so the three steady windows see the same sandbox.  For each wait:
+(``{}``: run until ended), so the four steady windows see the same sandbox.  For each wait:
 a steady window (API requests from the sandbox's counters, CPU of the waiting process), then the
 chiefs (pods) are ended at ``rate`` per second through the admin API (the peers' in a shuffled
 order), and detection latency is
@@ -57,6 +59,7 @@ READY = "peer-ready "
 DONE = "peer-done "
 POD_NAMESPACE = "peer-pods"
 SDK_NAMESPACE = "peer-sdk"
+JOBSET_NAMESPACE = "peer-jobsets"
 #: Seconds after the KubernetesPodTriggers start before their steady window: each first reads
 #: the pod, watches its events and confirms it started (a few requests), then polls every 2 s.
 POD_TRIGGER_SETTLE = 10.0
@@ -115,6 +118,8 @@ def ours_child(spec_file: Path) -> None:
             rate=float(spec["rate"]),
             burst=False,
             profile=False,
+            backend=spec["backend"],
+            chiefs=spec["chiefs"],
         )
     )
     _report(DONE, seen)
@@ -278,6 +283,7 @@ def run_peers(jobs: int, *, steady: float, rate: float, sdk_python: Path) -> lis
     from demo.processes import ProcessGroupSet, new_run_marker
 
     ours = wait_scale.job_names(jobs, 1)
+    jobsets = [(JOBSET_NAMESPACE, f"js-{index:05d}") for index in range(jobs)]
     sdk = [(SDK_NAMESPACE, f"sdk-{index:05d}") for index in range(jobs)]
     pods = [(POD_NAMESPACE, f"pod-{index:05d}") for index in range(jobs)]
     with tempfile.TemporaryDirectory(prefix="bench-peers-") as temp:
@@ -290,11 +296,32 @@ def run_peers(jobs: int, *, steady: float, rate: float, sdk_python: Path) -> lis
             names_file = workdir / "names.json"
             names_file.write_text(json.dumps(ours + sdk))
             wait_scale.submit_scripted(names_file)
-            uids = json.loads((workdir / "uids.json").read_text())["uids"]
-            print(f"{5 * jobs} scripted pods running; load average {_load()}", flush=True)
+            submitted = json.loads((workdir / "uids.json").read_text())
+            jobsets_file = workdir / "jobset-names.json"
+            jobsets_file.write_text(json.dumps(jobsets))
+            wait_scale.submit_scripted(jobsets_file, backend="jobset", uids_file=workdir / "jobset-uids.json")
+            jobset_submitted = json.loads((workdir / "jobset-uids.json").read_text())
+            print(f"{7 * jobs} scripted pods running; load average {_load()}", flush=True)
 
-            results = [run_ours(processes, workdir, sandbox, ours, uids, steady=steady, rate=rate)]
-            print(f"ours done; load average {_load()}", flush=True)
+            results = []
+            for label, backend, names, seen in (
+                ("ours: TFJobTrigger", "tfjob", ours, submitted),
+                ('ours on JobSets: TFJobTrigger(backend="jobset")', "jobset", jobsets, jobset_submitted),
+            ):
+                results.append(
+                    run_ours(
+                        processes,
+                        workdir,
+                        sandbox,
+                        names,
+                        seen,
+                        label=label,
+                        backend=backend,
+                        steady=steady,
+                        rate=rate,
+                    )
+                )
+                print(f"{label} done; load average {_load()}", flush=True)
             spec = workdir / "pod-triggers.json"
             spec.write_text(json.dumps({"triggers": pod_trigger_kwargs(pods), "settle": POD_TRIGGER_SETTLE}))
             sdk_names = workdir / "sdk-names.json"
@@ -336,20 +363,25 @@ def run_ours(
     workdir: Path,
     sandbox: RunningSandbox,
     names: list[tuple[str, str]],
-    uids: dict[str, str],
+    submitted: dict[str, Any],
     *,
+    label: str,
+    backend: str,
     steady: float,
     rate: float,
 ) -> WaitFigures:
-    """Ours in a child (:func:`ours_child`), which measures itself as ``bench_wait --scale`` does."""
+    """Ours in a child (:func:`ours_child`), which measures itself as ``bench_wait --scale`` does;
+    ``submitted`` is what :func:`wait_scale.submit_scripted` wrote (UIDs and chief pods)."""
     from demo.processes import wait_for_line
 
-    spec = workdir / "ours.json"
+    spec = workdir / f"ours-{backend}.json"
     spec.write_text(
         json.dumps(
             {
                 "names": names,
-                "uids": {f"{ns}/{name}": uids[f"{ns}/{name}"] for ns, name in names},
+                "uids": {f"{ns}/{name}": submitted["uids"][f"{ns}/{name}"] for ns, name in names},
+                "chiefs": {f"{ns}/{name}": submitted["chiefs"][f"{ns}/{name}"] for ns, name in names},
+                "backend": backend,
                 "kubeconfig": str(sandbox.kubeconfig),
                 "sandbox_pid": sandbox.process.pid,
                 "steady": steady,
@@ -358,11 +390,11 @@ def run_ours(
         )
     )
     argv = [sys.executable, str(BENCH), "--ours", str(spec)]
-    child = processes.start("ours", argv, env=os.environ, log_path=workdir / "ours.log")
+    child = processes.start(f"ours-{backend}", argv, env=os.environ, log_path=workdir / f"ours-{backend}.log")
     line = wait_for_line(child, lambda text: text.startswith(DONE), timeout=steady + 900, what="its figures")
     seen = json.loads(line[len(DONE) :])
     return WaitFigures(
-        label="ours: TFJobTrigger",
+        label=label,
         jobs=len(names),
         statuses=seen["statuses"],
         latencies=seen["latencies"],

@@ -60,21 +60,27 @@ def start_bench_sandbox(processes: ProcessGroupSet, workdir: Path) -> RunningSan
     return sandbox
 
 
-def submit_scripted(names_file: Path) -> None:
-    """The child's part: create the TFJobs (both replicas scripted) and wait until every pod runs."""
+def submit_scripted(names_file: Path, *, backend: str = "tfjob", uids_file: Path | None = None) -> None:
+    """The child's part: create the jobs — TFJobs, or with ``backend="jobset"`` the JobSets that
+    ``tfjob_to_jobset`` builds from the same TFJobs — (both replicas scripted) and wait until every
+    pod runs.  Writes each job's UID, and its chief pod's name, to ``uids_file`` (default
+    ``uids.json`` beside ``names_file``)."""
     from kubernetes import client, config
     from tfjob_sandbox.admin_client import SandboxAdminClient
 
     from tfjob_provider.hooks.tfjob import TFJobHook
+    from tfjob_provider.kube.kinds import kind_for
     from tfjob_provider.kube.ratelimit import RateLimit
     from tfjob_provider.manifest import build_tfjob
 
+    kind = kind_for(backend)
     names = [tuple(pair) for pair in json.loads(names_file.read_text())]
     admin = SandboxAdminClient.from_kubeconfig(Path(os.environ["BENCH_KUBECONFIG"]))
     core = client.CoreV1Api(config.new_client_from_config(config_file=os.environ["BENCH_KUBECONFIG"]))
     hook = TFJobHook(rate_limit=RateLimit(rate=5000.0, burst=5000))
     started = time.monotonic()
-    for namespace in sorted({namespace for namespace, _ in names} - {"default"}):
+    existing = {item.metadata.name for item in core.list_namespace().items}
+    for namespace in sorted({namespace for namespace, _ in names} - existing):
         core.create_namespace({"metadata": {"name": namespace}})
     uids: dict[str, str] = {}
     for namespace, name in names:
@@ -87,27 +93,66 @@ def submit_scripted(names_file: Path) -> None:
             worker=1,
             pod_annotations={SCRIPT_ANNOTATION: "{}"},  # run until the benchmark ends them
         )
-        created = hook.client.create_tfjob(manifest, namespace=namespace)
+        if backend == "jobset":
+            from tfjob_provider._jobset import tfjob_to_jobset
+
+            manifest = tfjob_to_jobset(manifest)
+        created = hook.client.run(kind.create(hook.client.session, manifest, namespace=namespace))
         uids[f"{namespace}/{name}"] = str(created["metadata"]["uid"])
     submitted = time.monotonic() - started
     wanted = 2 * len(names)
     deadline = time.monotonic() + 1800
     while time.monotonic() < deadline:
-        pods = int(admin.status()["objects"].get("core/pods", 0))
-        waiting = core.list_pod_for_all_namespaces(field_selector="status.phase!=Running", limit=1)
-        if pods >= wanted and not waiting.items:
-            break
+        if backend == "jobset":
+            chiefs = _jobset_chiefs(core, names, wanted)
+            if chiefs is not None:
+                break
+        else:
+            pods = int(admin.status()["objects"].get("core/pods", 0))
+            waiting = core.list_pod_for_all_namespaces(field_selector="status.phase!=Running", limit=1)
+            if pods >= wanted and not waiting.items:
+                chiefs = {f"{namespace}/{name}": f"{name}-chief-0" for namespace, name in names}
+                break
         time.sleep(5.0)
     else:
         raise RuntimeError(f"not all {wanted} scripted pods started")
     hook.client.close()
-    (names_file.parent / "uids.json").write_text(
-        json.dumps({"uids": uids, "submit_s": submitted, "running_s": time.monotonic() - started})
+    (uids_file or names_file.parent / "uids.json").write_text(
+        json.dumps(
+            {
+                "uids": uids,
+                "chiefs": chiefs,
+                "submit_s": submitted,
+                "running_s": time.monotonic() - started,
+            }
+        )
     )
+
+
+def _jobset_chiefs(core: Any, names: list[tuple[str, ...]], wanted: int) -> dict[str, str] | None:
+    """Each JobSet's chief pod name (the Job controller adds a random suffix), found by label,
+    once all ``wanted`` pods of ``names`` run; None while some do not."""
+    from tfjob_provider._jobset import names as jobset_names
+
+    jobs = {f"{namespace}/{name}" for namespace, name in names}
+    running = 0
+    chiefs: dict[str, str] = {}
+    for namespace in sorted({namespace for namespace, _ in names}):
+        pods = core.list_namespaced_pod(namespace, label_selector=jobset_names.LABEL_JOBSET_NAME).items
+        for pod in pods:
+            labels = pod.metadata.labels or {}
+            key = f"{namespace}/{labels[jobset_names.LABEL_JOBSET_NAME]}"
+            if key not in jobs or pod.status.phase != "Running":
+                continue
+            running += 1
+            if labels.get(jobset_names.LABEL_REPLICATED_JOB) == "chief":
+                chiefs[key] = pod.metadata.name
+    return chiefs if running >= wanted and len(chiefs) == len(jobs) else None
 
 
 @dataclass
 class ScaleFigures:
+    backend: str
     jobs: int
     namespaces: int
     burst: bool
@@ -158,14 +203,22 @@ async def _measure(
     burst: bool,
     profile: bool,
     deadline_hours: float | None = None,
+    backend: str = "tfjob",
+    chiefs: dict[str, str] | None = None,
 ) -> dict[str, Any]:
+    """Wait on ``names`` (TFJobs, or JobSets with ``backend="jobset"``) and measure; ``chiefs``
+    maps ``namespace/name`` to the chief pod's name (default: the training operator's
+    ``<name>-chief-0``)."""
     from tfjob_sandbox.admin_client import SandboxAdminClient
 
     from tests.integration.async_clients import close_async_clients
     from tfjob_provider.hooks.tfjob import TFJobHook
+    from tfjob_provider.kube.kinds import kind_for
     from tfjob_provider.kube.shared_watch import SharedJobWatch
     from tfjob_provider.triggers.tfjob import TFJobTrigger
 
+    kind = kind_for(backend)
+    chief_pods = chiefs or {f"{namespace}/{name}": f"{name}-chief-0" for namespace, name in names}
     admin = SandboxAdminClient.from_kubeconfig(kubeconfig)
     client = await TFJobHook().get_async_client()
     rss_base = _rss_mb()
@@ -181,7 +234,11 @@ async def _measure(
 
     async def wait_on(namespace: str, name: str) -> None:
         trigger = TFJobTrigger(
-            name=name, namespace=namespace, uid=uids[f"{namespace}/{name}"], deadline=deadline
+            name=name,
+            namespace=namespace,
+            uid=uids[f"{namespace}/{name}"],
+            deadline=deadline,
+            backend=backend,
         )
         event = await anext(trigger.run())
         received[f"{namespace}/{name}"] = time.time()
@@ -191,7 +248,7 @@ async def _measure(
     tasks = [asyncio.ensure_future(wait_on(namespace, name)) for namespace, name in names]
     spaces = sorted({namespace for namespace, _ in names})
     while True:  # every trigger subscribed to a ready shared watch
-        watches = [SharedJobWatch.active(client, namespace) for namespace in spaces]
+        watches = [SharedJobWatch.active(client, namespace, kind) for namespace in spaces]
         subscribed = sum(len(w.subscribers) for w in watches if w is not None and w.ready)
         if subscribed == len(names):
             break
@@ -201,8 +258,10 @@ async def _measure(
         await asyncio.sleep(0.5)
     # "Ready" means listed; the watch streams open after the lists, behind the same token bucket
     # (5 requests/s): 100 namespaces take ~80 s to open their 200 streams.  A steady window
-    # started before that counts the openings as steady requests.
-    wanted_streams = 2 * len(spaces)
+    # started before that counts the openings as steady requests.  Streams per namespace: 2 for
+    # TFJobs (TFJobs, pods), 3 for JobSets (JobSets, Jobs, pods).
+    streams = len(kind.shared_streams(client.session, kind.shared_tracker(spaces[0]), spaces[0]))
+    wanted_streams = streams * len(spaces)
     while True:
         if int((await asyncio.to_thread(admin.status))["openWatches"]) >= wanted_streams:
             break
@@ -234,7 +293,7 @@ async def _measure(
 
     gc.callbacks.append(on_gc)
     cpu_release_start, sandbox_release_start, release_start = _cpu(), _proc_cpu(sandbox_pid), time.monotonic()
-    pods = [(namespace, f"{name}-chief-0") for namespace, name in names]
+    pods = [(namespace, chief_pods[f"{namespace}/{name}"]) for namespace, name in names]
     if burst:
         batch, pause = max(1, len(pods) // 10), 0.1  # all of them within one second
     else:
@@ -250,7 +309,7 @@ async def _measure(
     exits = await asyncio.to_thread(admin.scripted_exits)
     await close_async_clients()
     latencies = [
-        received[f"{namespace}/{name}"] - exits[f"{namespace}/{name}-chief-0/tensorflow"]
+        received[f"{namespace}/{name}"] - exits[f"{namespace}/{chief_pods[f'{namespace}/{name}']}/tensorflow"]
         for namespace, name in names
     ]
     return {
@@ -321,6 +380,7 @@ def run_scale(
     burst: bool,
     profile: bool = False,
     deadline_hours: float | None = None,
+    backend: str = "tfjob",
 ) -> ScaleFigures:
     import tempfile
 
@@ -339,6 +399,8 @@ def run_scale(
                     str(Path(__file__).with_name("bench_wait.py")),
                     "--submit-scripted",
                     str(names_file),
+                    "--backend",
+                    backend,
                 ],
                 check=True,
             )
@@ -354,9 +416,12 @@ def run_scale(
                     burst=burst,
                     profile=profile,
                     deadline_hours=deadline_hours,
+                    backend=backend,
+                    chiefs=submitted["chiefs"],
                 )
             )
             return ScaleFigures(
+                backend=backend,
                 jobs=jobs,
                 namespaces=max(1, namespaces),
                 burst=burst,
@@ -377,7 +442,8 @@ def report_scale(figures: ScaleFigures) -> None:
     release = "burst: all within 1 s" if figures.burst else f"over {figures.release_seconds:.0f} s"
     marginal_kib = (figures.rss_waiting_mb - figures.rss_base_mb) * 1024 / figures.jobs
     print(
-        f"N={figures.jobs} in {figures.namespaces} namespace(s), Chief + Worker scripted, events "
+        f"N={figures.jobs} {'JobSets' if figures.backend == 'jobset' else 'TFJobs'} in "
+        f"{figures.namespaces} namespace(s), Chief + Worker scripted, events "
         f"{figures.statuses}; submitted in {figures.submit_s:.0f} s, all pods running after "
         f"{figures.running_s:.0f} s\n"
         f"  detection latency (exits {release}): p50 {statistics.median(lat) * 1000:.1f} ms   "
