@@ -170,7 +170,9 @@ class TFJobTrigger(BaseTrigger):
                 self.log.exception("Waiting for %s %s/%s failed", self.kind.noun, self.namespace, self.name)
                 where = f"{self.kind.noun} {self.namespace}/{self.name}"
                 outcome = target.error(f"waiting for {where} failed: {describe_error(error)}")
-        self.log.info("TFJob %s/%s: %s — %s", self.namespace, self.name, outcome.status, outcome.message)
+        self.log.info(
+            "%s %s/%s: %s — %s", self.kind.noun, self.namespace, self.name, outcome.status, outcome.message
+        )
         yield TriggerEvent({**outcome.to_event(), "observed": self._observed()})  # type: ignore[no-untyped-call]
 
     def _observed(self) -> dict[str, Any] | None:
@@ -272,7 +274,9 @@ class TFJobTrigger(BaseTrigger):
         try:
             tfjob, pods = await self._read(client)
         except KubeApiError as error:
-            self.log.warning("Could not re-read TFJob %s at its deadline: %s", self.name, error.message)
+            self.log.warning(
+                "Could not re-read %s %s at its deadline: %s", self.kind.noun, self.name, error.message
+            )
             tfjob = snapshot.tfjob if snapshot is not None else None
             pods = snapshot.pods if snapshot is not None else ()
         now = utc_now()
