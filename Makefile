@@ -28,8 +28,11 @@ install: $(VENV)/.installed
 	$(PYTHON) -m venv .tools
 	.tools/bin/pip install --quiet "uv==$(UV_VERSION)"
 
+# --compile-bytecode: every process of the suite (Airflow's CLI, child DAG runs, the full stack's
+# components, pod processes) reads .pyc files instead of compiling Airflow and the Kubernetes client
+# from source each time, which it would do where PYTHONDONTWRITEBYTECODE is set (docs/adr/0041).
 $(VENV)/.installed: pyproject.toml tfjob-sandbox/pyproject.toml uv.lock | $(UV)
-	$(UV) sync --frozen --all-packages --python "$$(command -v $(PYTHON))"
+	$(UV) sync --frozen --all-packages --compile-bytecode --python "$$(command -v $(PYTHON))"
 	touch $@
 
 venv-tf: $(VENV_TF)/.installed
@@ -38,7 +41,7 @@ venv-tf: $(VENV_TF)/.installed
 $(VENV_TF)/.installed: $(TF_LOCK) | $(UV)
 	rm -rf $(VENV_TF)
 	$(UV) venv --quiet --python "$$(command -v $(PYTHON))" $(VENV_TF)
-	$(UV) pip sync --quiet --require-hashes --python $(VENV_TF)/bin/python $(TF_LOCK)
+	$(UV) pip sync --quiet --require-hashes --compile-bytecode --python $(VENV_TF)/bin/python $(TF_LOCK)
 	touch $@
 
 venv-sdk: $(VENV_SDK)/.installed
@@ -46,7 +49,7 @@ venv-sdk: $(VENV_SDK)/.installed
 $(VENV_SDK)/.installed: $(SDK_LOCK) | $(UV)
 	rm -rf $(VENV_SDK)
 	$(UV) venv --quiet --python "$$(command -v $(PYTHON))" $(VENV_SDK)
-	$(UV) pip sync --quiet --require-hashes --python $(VENV_SDK)/bin/python $(SDK_LOCK)
+	$(UV) pip sync --quiet --require-hashes --compile-bytecode --python $(VENV_SDK)/bin/python $(SDK_LOCK)
 	touch $@
 
 # ruff, the import-layer contracts, and vulture: code of the product that nothing in the product
@@ -111,3 +114,8 @@ browser:
 screenshots: install browser
 	TFJOB_REQUIRE_BROWSER=1 TFJOB_TAB_SCREENSHOTS=docs/images $(BIN)/python -m pytest -q -p no:cacheprovider \
 		tests/integration/test_ui_browser_tab.py
+
+# Where PYTHONDONTWRITEBYTECODE is set, every process the suite starts would compile this
+# repository's modules (and pytest would rewrite every test module) again; the .pyc files go to the
+# git-ignored __pycache__ folders (docs/adr/0041).
+unexport PYTHONDONTWRITEBYTECODE
