@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 from datetime import datetime
@@ -15,6 +14,7 @@ from tfjob_sandbox.job_controller import actions as act
 from tfjob_sandbox.job_controller.sync import Settings, sync_job
 from tfjob_sandbox.store.event_recorder import record_event
 from tfjob_sandbox.store.store import Store, utcnow
+from tfjob_sandbox.store.work_queue import WorkQueue
 
 log = logging.getLogger(__name__)
 
@@ -58,21 +58,18 @@ class JobController:
         self._pods: dict[str, dict[str, dict[str, Any]]] = {}  # owner uid -> pod name -> pod
         self._backoff: dict[str, act.BackoffRecord] = {}
         self._orphans: set[str] = set()  # owner uids whose Job is gone
-        self._queue: set[JobKey] = set()
-        self._drain_handle: asyncio.Handle | None = None
-        self._timers: dict[JobKey, asyncio.TimerHandle] = {}
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._work: WorkQueue[JobKey] = WorkQueue(
+            self._sync, on_error=self._sync_failed, before_pass=self._release_all_orphans
+        )
         self._listening = False
-        self._running = False
         self.syncs = 0
 
     @property
     def running(self) -> bool:
-        return self._running
+        return self._work.running
 
     def start(self) -> None:
         """Start syncing on the running loop; every stored Job is synced once."""
-        self._loop = asyncio.get_running_loop()
         if not self._listening:
             self._store.add_listener(self._on_change, copies=False)
             self._listening = True
@@ -82,22 +79,15 @@ class JobController:
                 owner = _owner_uid(pod)
                 if owner is not None:
                     self._pods.setdefault(owner, {})[pod["metadata"]["name"]] = pod
-        self._running = True
+        self._work.start()
         live = {str(job["metadata"].get("uid", "")) for job in self._jobs.values()}
         self._orphans.update(uid for uid in self._pods if uid not in live)
         for key in list(self._jobs):
-            self._enqueue(key)
-        self._schedule()
+            self._work.add(key)
+        self._work.wake()
 
     async def stop(self) -> None:
-        self._running = False
-        if self._drain_handle is not None:
-            self._drain_handle.cancel()
-            self._drain_handle = None
-        for timer in self._timers.values():
-            timer.cancel()
-        self._timers.clear()
-        self._queue.clear()
+        self._work.stop()
 
     # -- informer caches ------------------------------------------------------------------------
 
@@ -113,10 +103,10 @@ class JobController:
                 self._backoff.pop(uid, None)
                 if uid in self._pods:
                     self._orphans.add(uid)
-                    self._schedule()
+                    self._work.wake()
                 return
             self._jobs[key] = new
-            self._enqueue(key)
+            self._work.add(key)
             return
         if rt != PODS:
             return
@@ -136,10 +126,10 @@ class JobController:
                 bucket[name] = obj
             job_key = self._job_key_of(owner, obj)
             if job_key is not None:
-                self._enqueue(job_key)
+                self._work.add(job_key)
             elif not gone:
                 self._orphans.add(owner)
-                self._schedule()
+                self._work.wake()
 
     def _job_key_of(self, uid: str, pod: dict[str, Any]) -> JobKey | None:
         for ref in pod["metadata"].get("ownerReferences") or []:
@@ -152,39 +142,13 @@ class JobController:
 
     # -- work queue -----------------------------------------------------------------------------
 
-    def _enqueue(self, key: JobKey) -> None:
-        if not self._running:
-            return
-        self._queue.add(key)
-        self._schedule()
+    def _sync_failed(self, key: JobKey) -> None:
+        log.exception("Job %s/%s: sync failed", *key)
+        self._work.add_after(key, RETRY_AFTER_ERROR)
 
-    def _schedule(self) -> None:
-        if self._running and self._loop is not None and self._drain_handle is None:
-            self._drain_handle = self._loop.call_soon(self._drain)
-
-    def _drain(self) -> None:
-        self._drain_handle = None
-        while self._orphans and self._running:
+    def _release_all_orphans(self) -> None:
+        while self._orphans and self._work.running:
             self._release_orphans(self._orphans.pop())
-        while self._queue and self._running:
-            key = self._queue.pop()
-            try:
-                self._sync(key)
-            except Exception:
-                log.exception("Job %s/%s: sync failed", *key)
-                self._requeue(key, RETRY_AFTER_ERROR)
-
-    def _requeue(self, key: JobKey, delay: float) -> None:
-        if self._loop is None or not self._running:
-            return
-        previous = self._timers.pop(key, None)
-        if previous is not None:
-            previous.cancel()
-        self._timers[key] = self._loop.call_later(max(delay, 0.0), self._timer_fired, key)
-
-    def _timer_fired(self, key: JobKey) -> None:
-        self._timers.pop(key, None)
-        self._enqueue(key)
 
     def _release_orphans(self, uid: str) -> None:
         """Pods whose Job is gone keep no tracking finalizer (upstream's orphan-pod cleanup)."""
@@ -214,13 +178,11 @@ class JobController:
         )
         if outcome.backoff is not None:
             self._backoff[uid] = outcome.backoff
-        timer = self._timers.pop(key, None)
-        if timer is not None:
-            timer.cancel()
+        self._work.forget(key)
         if not self._apply(key, job, outcome.actions):
-            self._requeue(key, RETRY_AFTER_ERROR)
+            self._work.add_after(key, RETRY_AFTER_ERROR)
         elif outcome.requeue_after is not None:
-            self._requeue(key, outcome.requeue_after)
+            self._work.add_after(key, outcome.requeue_after)
 
     def _apply(self, key: JobKey, job: dict[str, Any], actions: tuple[act.Action, ...]) -> bool:
         """Apply the actions in order; stop at the first failure, as syncJob returns its error."""

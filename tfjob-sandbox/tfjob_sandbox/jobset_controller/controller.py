@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 from datetime import datetime
@@ -16,6 +15,7 @@ from tfjob_sandbox.jobset_controller.children import subdomain
 from tfjob_sandbox.jobset_controller.reconcile import reconcile
 from tfjob_sandbox.store.event_recorder import record_event
 from tfjob_sandbox.store.store import Store, utcnow
+from tfjob_sandbox.store.work_queue import WorkQueue
 
 log = logging.getLogger(__name__)
 
@@ -56,40 +56,28 @@ class JobSetController:
         self._clock = clock
         self._jobsets: dict[Key, dict[str, Any]] = {}
         self._jobs: dict[Key, dict[str, dict[str, Any]]] = {}
-        self._queue: set[Key] = set()
-        self._drain_handle: asyncio.Handle | None = None
-        self._timers: dict[Key, asyncio.TimerHandle] = {}
+        self._work: WorkQueue[Key] = WorkQueue(self._reconcile, on_error=self._reconcile_failed)
         self._failures: dict[Key, int] = {}
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._listening = False
-        self._running = False
         self.reconciles = 0
 
     @property
     def running(self) -> bool:
-        return self._running
+        return self._work.running
 
     def start(self) -> None:
         """Start reconciling (on the loop thread); every existing JobSet is reconciled once."""
-        self._loop = asyncio.get_running_loop()
         if not self._listening:
             self._store.add_listener(self._on_change, copies=False)
             self._listening = True
             self._load_caches()
-        self._running = True
+        self._work.start()
         for key in list(self._jobsets):
-            self._enqueue(key)
+            self._work.add(key)
 
     async def stop(self) -> None:
         """Stop reconciling: until :meth:`start`, JobSets get no status changes and no Jobs."""
-        self._running = False
-        if self._drain_handle is not None:
-            self._drain_handle.cancel()
-            self._drain_handle = None
-        for timer in self._timers.values():
-            timer.cancel()
-        self._timers.clear()
-        self._queue.clear()
+        self._work.stop()
 
     # -- informer caches ------------------------------------------------------------------------
 
@@ -109,17 +97,15 @@ class JobSetController:
             if event_type == "DELETED":
                 self._jobsets.pop(key, None)
                 self._failures.pop(key, None)
-                timer = self._timers.pop(key, None)
-                if timer is not None:
-                    timer.cancel()
+                self._work.forget(key)
                 return
             self._jobsets[key] = new
-            self._enqueue(key)
+            self._work.add(key)
             return
         if rt == SERVICES:
             owner = _controller_owner(new)
             if owner is not None:
-                self._enqueue(owner)
+                self._work.add(owner)
             return
         if rt != JOBS:
             return
@@ -137,43 +123,18 @@ class JobSetController:
                     self._jobs.pop(owner, None)
             else:
                 bucket[name] = obj
-            self._enqueue(owner)
+            self._work.add(owner)
 
     # -- work queue -----------------------------------------------------------------------------
 
-    def _enqueue(self, key: Key) -> None:
-        if not self._running or self._loop is None:
-            return
-        self._queue.add(key)
-        if self._drain_handle is None:
-            self._drain_handle = self._loop.call_soon(self._drain)
-
-    def _drain(self) -> None:
-        self._drain_handle = None
-        while self._queue and self._running:
-            key = self._queue.pop()
-            try:
-                self._reconcile(key)
-            except Exception:
-                log.exception("JobSet %s/%s: reconcile failed", *key)
-                self._retry(key)
-
-    def _requeue(self, key: Key, delay: float) -> None:
-        if self._loop is None or not self._running:
-            return
-        previous = self._timers.pop(key, None)
-        if previous is not None:
-            previous.cancel()
-        self._timers[key] = self._loop.call_later(delay, self._timer_fired, key)
+    def _reconcile_failed(self, key: Key) -> None:
+        log.exception("JobSet %s/%s: reconcile failed", *key)
+        self._retry(key)
 
     def _retry(self, key: Key) -> None:
         failures = self._failures.get(key, 0)
         self._failures[key] = failures + 1
-        self._requeue(key, min(RETRY_AFTER_ERROR * 2**failures, RETRY_CAP))
-
-    def _timer_fired(self, key: Key) -> None:
-        self._timers.pop(key, None)
-        self._enqueue(key)
+        self._work.add_after(key, min(RETRY_AFTER_ERROR * 2**failures, RETRY_CAP))
 
     # -- one reconcile --------------------------------------------------------------------------
 
@@ -194,11 +155,9 @@ class JobSetController:
             self._retry(key)
             return
         self._failures.pop(key, None)
-        timer = self._timers.pop(key, None)
-        if timer is not None:
-            timer.cancel()
+        self._work.forget(key)
         if outcome.requeue_after is not None:
-            self._requeue(key, outcome.requeue_after)
+            self._work.add_after(key, outcome.requeue_after)
 
     def _apply(self, key: Key, jobset: dict[str, Any], actions: tuple[act.Action, ...]) -> bool:
         """Apply the pass's actions in order; stop at the first failure, as upstream returns early."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 from datetime import datetime
@@ -14,6 +13,7 @@ from tfjob_sandbox.api.resource_types import PODS, SERVICES, TFJOBS, ResourceTyp
 from tfjob_sandbox.host.loopback_ports import PortReservations
 from tfjob_sandbox.store.event_recorder import record_event
 from tfjob_sandbox.store.store import Store, utcnow
+from tfjob_sandbox.store.work_queue import WorkQueue
 from tfjob_sandbox.training_operator import reconcile as core
 from tfjob_sandbox.training_operator.tfjob_spec import defaulted_spec, replica_count
 
@@ -66,42 +66,30 @@ class TrainingOperator:
         self._services: dict[JobKey, dict[str, dict[str, Any]]] = {}
         self._ports: dict[str, dict[str, list[int]]] = {}
         self._needs_created: set[str] = set()
-        self._queue: set[JobKey] = set()
-        self._drain_handle: asyncio.Handle | None = None
-        self._timers: dict[JobKey, asyncio.TimerHandle] = {}
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._work: WorkQueue[JobKey] = WorkQueue(self._reconcile, on_error=self._reconcile_failed)
         self._listening = False
-        self._running = False
         self.reconciles = 0
 
     @property
     def running(self) -> bool:
-        return self._running
+        return self._work.running
 
     def start(self) -> None:
         """Start reconciling (on the loop thread); every existing job gets the create event (R16)."""
-        self._loop = asyncio.get_running_loop()
         if not self._listening:
             # The caches share the stored objects, as an informer's do: reconcile never edits its
             # inputs (it copies status and templates before changing them), so no copies per write.
             self._store.add_listener(self._on_change, copies=False)
             self._listening = True
             self._load_caches()
-        self._running = True
+        self._work.start()
         for key, job in self._jobs.items():
             self._needs_created.add(str(job["metadata"].get("uid", "")))
-            self._enqueue(key)
+            self._work.add(key)
 
     async def stop(self) -> None:
         """Stop reconciling: until :meth:`start`, TFJobs get no status changes and no pods."""
-        self._running = False
-        if self._drain_handle is not None:
-            self._drain_handle.cancel()
-            self._drain_handle = None
-        for timer in self._timers.values():
-            timer.cancel()
-        self._timers.clear()
-        self._queue.clear()
+        self._work.stop()
 
     # -- informer caches ------------------------------------------------------------------------
 
@@ -122,14 +110,12 @@ class TrainingOperator:
             if event_type == "DELETED":
                 self._jobs.pop(key, None)
                 self._release_ports(str(new["metadata"].get("uid", "")))
-                timer = self._timers.pop(key, None)
-                if timer is not None:
-                    timer.cancel()
+                self._work.forget(key)
                 return
             self._jobs[key] = new
             if event_type == "ADDED":
                 self._needs_created.add(str(new["metadata"].get("uid", "")))
-            self._enqueue(key)
+            self._work.add(key)
             return
         if rt not in (PODS, SERVICES):
             return
@@ -148,38 +134,13 @@ class TrainingOperator:
                     cache.pop(owner, None)
             else:
                 bucket[name] = obj
-            self._enqueue(owner)
+            self._work.add(owner)
 
     # -- work queue -----------------------------------------------------------------------------
 
-    def _enqueue(self, key: JobKey) -> None:
-        if not self._running or self._loop is None:
-            return
-        self._queue.add(key)
-        if self._drain_handle is None:
-            self._drain_handle = self._loop.call_soon(self._drain)
-
-    def _drain(self) -> None:
-        self._drain_handle = None
-        while self._queue and self._running:
-            key = self._queue.pop()
-            try:
-                self._reconcile(key)
-            except Exception:
-                log.exception("TFJob %s/%s: reconcile failed", *key)
-                self._requeue(key, RETRY_AFTER_ERROR)
-
-    def _requeue(self, key: JobKey, delay: float) -> None:
-        if self._loop is None or not self._running:
-            return
-        previous = self._timers.pop(key, None)
-        if previous is not None:
-            previous.cancel()
-        self._timers[key] = self._loop.call_later(delay, self._timer_fired, key)
-
-    def _timer_fired(self, key: JobKey) -> None:
-        self._timers.pop(key, None)
-        self._enqueue(key)
+    def _reconcile_failed(self, key: JobKey) -> None:
+        log.exception("TFJob %s/%s: reconcile failed", *key)
+        self._work.add_after(key, RETRY_AFTER_ERROR)
 
     # -- one reconcile --------------------------------------------------------------------------
 
@@ -196,7 +157,7 @@ class TrainingOperator:
             loopback_ports = self._loopback_ports(job) if self._loopback else None
         except RuntimeError as error:  # no free port right now: say so, try again shortly
             self._event(job, "Warning", "FailedReservePort", str(error))
-            self._requeue(key, RETRY_AFTER_ERROR)
+            self._work.add_after(key, RETRY_AFTER_ERROR)
             return
         outcome = core.reconcile(
             job,
@@ -208,13 +169,11 @@ class TrainingOperator:
         )
         self._needs_created.discard(uid)
         if not self._apply(key, job, outcome.actions):
-            self._requeue(key, RETRY_AFTER_ERROR)
+            self._work.add_after(key, RETRY_AFTER_ERROR)
             return
-        timer = self._timers.pop(key, None)
-        if timer is not None:
-            timer.cancel()
+        self._work.forget(key)
         if outcome.requeue_after is not None:
-            self._requeue(key, outcome.requeue_after)
+            self._work.add_after(key, outcome.requeue_after)
 
     def _apply(self, key: JobKey, job: dict[str, Any], actions: tuple[core.Action, ...]) -> bool:
         """Apply the pass's actions in order; stop at the first failure, as the operator returns early."""
