@@ -100,3 +100,32 @@ def test_a_jobset_never_reconciled_times_out_worded_for_the_jobset_controller() 
     assert outcome is not None and outcome.status == "failed"
     assert "JobSet ml/mnist has no status" in outcome.message
     assert "JobSet controller" in outcome.message and "training operator" not in outcome.message
+
+
+@pytest.mark.parametrize("worker_phase", ["Running", "Failed", "Succeeded"])
+def test_the_slim_tracker_judges_as_the_full_one_and_keeps_less(worker_phase: str) -> None:
+    import json
+
+    jobset = make_jobset(chief=1, worker=2)
+    jobset["metadata"]["namespace"] = "ml"
+    key = ("ml", jobset["metadata"]["name"])
+    pods = [
+        jobset_pod("chief", phase="Running"),
+        jobset_pod("worker", 0, phase=worker_phase, exit_code=None if worker_phase == "Running" else 137),
+        jobset_pod("worker", 1, phase="Running"),
+    ]
+    snapshots = []
+    for slim in (False, True):
+        tracker = JobSetTracker(namespace="ml", only=[key], slim=slim)
+        tracker.apply_jobset_event("ADDED", jobset)
+        for rjob in ("chief", "worker"):
+            tracker.apply_job_event("ADDED", child_job(jobset, rjob))
+        for pod in pods:
+            tracker.apply_pod_event("ADDED", {**pod, "metadata": {**pod["metadata"], "namespace": "ml"}})
+        snapshots.append(tracker.snapshot(key))
+    full, slim_snapshot = snapshots
+    assert full.tfjob is not None and slim_snapshot.tfjob is not None
+    judged = [JOBSET_ENGINE.decide(s.tfjob, list(s.pods), now=NOW, rules=Rules())[0] for s in snapshots]
+    assert judged[0] == judged[1]
+    assert [p["metadata"]["name"] for p in full.pods] == [p["metadata"]["name"] for p in slim_snapshot.pods]
+    assert len(json.dumps(slim_snapshot.pods)) < len(json.dumps(full.pods))

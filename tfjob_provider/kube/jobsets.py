@@ -20,7 +20,7 @@ from tfjob_provider.kube.instances import EarlierInstances
 from tfjob_provider.kube.list_watch import WatchedStream, follow_one_job
 from tfjob_provider.kube.operations import Session, call, call_json, call_list, parse_json
 from tfjob_provider.kube.requests import ApiRequest
-from tfjob_provider.kube.tracking import JobKey, JobSnapshot, strip_managed_fields
+from tfjob_provider.kube.tracking import JobKey, JobSnapshot, slim_pod, strip_managed_fields
 from tfjob_provider.kube.watching import ListWatch
 
 JOBSET_NOT_SERVED_MESSAGE = (
@@ -129,11 +129,15 @@ class JobSetTracker:
     :class:`~tfjob_provider.kube.tracking.JobTracker` where the watch loops call them.
 
     A replica slot whose pod changes name between two snapshots counts as a recreation, and the
-    replaced pod is kept as an earlier instance.
+    replaced pod is kept as an earlier instance.  ``slim=True`` (the shared watch of many jobs) keeps
+    only what the verdict reads of each pod, as :class:`~tfjob_provider.kube.tracking.JobTracker` does.
     """
 
-    def __init__(self, *, namespace: str | None = None, only: Iterable[JobKey] | None = None) -> None:
+    def __init__(
+        self, *, namespace: str | None = None, only: Iterable[JobKey] | None = None, slim: bool = False
+    ) -> None:
         self._namespace = namespace
+        self._slim = slim
         self._only = frozenset(only) if only is not None else None
         self._jobsets: dict[JobKey, Mapping[str, Any]] = {}
         self._children: dict[str, dict[JobKey, dict[str, Mapping[str, Any]]]] = {"jobs": {}, "pods": {}}
@@ -197,7 +201,7 @@ class JobSetTracker:
             if current is not None and _meta(current, "uid") in (None, _meta(obj, "uid")):
                 del children[name]
         else:
-            children[name] = strip_managed_fields(obj)
+            children[name] = self._kept(kind, obj)
         if not children:
             self._children[kind].pop(key, None)
         return {key}
@@ -208,10 +212,20 @@ class JobSetTracker:
             key = self._key(obj, child=True)
             if self._wanted(key) and _name(obj):
                 assert key is not None
-                fresh.setdefault(key, {})[_name(obj)] = obj
+                fresh.setdefault(key, {})[_name(obj)] = self._kept(kind, obj)
         changed = set(self._children[kind]) | set(fresh)
         self._children[kind] = fresh
         return changed
+
+    def _kept(self, kind: str, obj: Mapping[str, Any]) -> Mapping[str, Any]:
+        """What is stored of a Job or pod: a slim pod keeps its completion-index annotation too."""
+        if not (self._slim and kind == "pods"):
+            return strip_managed_fields(obj)
+        slim = slim_pod(obj)
+        index = _annotations(obj).get(names.COMPLETION_INDEX)
+        if index is not None:
+            slim["metadata"]["annotations"] = {names.COMPLETION_INDEX: index}
+        return slim
 
     def apply_job_event(self, event_type: str, obj: Mapping[str, Any]) -> set[JobKey]:
         return self._apply_child("jobs", event_type, obj)
@@ -348,6 +362,12 @@ def watch_jobset(session: Session, name: str, *, namespace: str) -> Operation[No
         streams,
         poll=partial(poll_jobset_snapshots, session, name, namespace=namespace),
     )
+
+
+def _annotations(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    metadata = obj.get("metadata")
+    annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
+    return annotations if isinstance(annotations, Mapping) else {}
 
 
 __all__ = [

@@ -90,7 +90,7 @@ def _tfjob_streams(session: Session, tracker: JobTracker, namespace: str) -> lis
 
 
 def _jobset_tracker(namespace: str) -> jobsets.JobSetTracker:
-    return jobsets.JobSetTracker(namespace=namespace)
+    return jobsets.JobSetTracker(namespace=namespace, slim=True)
 
 
 def _jobset_streams(session: Session, tracker: jobsets.JobSetTracker, namespace: str) -> list[WatchedStream]:
